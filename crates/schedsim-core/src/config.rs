@@ -1,0 +1,317 @@
+//! The run configuration handed to the core: a fully resolved machine, a kernel profile, the
+//! cpufreq set-up, the workload and the run options.
+//!
+//! Python owns presets, defaults and validation of user input (`python/schedsim/config.py`) and
+//! sends this structure as JSON; the core checks the cross-references it relies on
+//! ([`SimConfig::validate`]) and never falls back to a silent default.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One simulation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub machine: MachineSpec,
+    #[serde(default)]
+    pub kernel: KernelSpec,
+    #[serde(default)]
+    pub cpufreq: CpufreqSpec,
+    pub workload: WorkloadSpec,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Stop the run at this simulated time (ns). Open-ended workloads need it.
+    #[serde(default)]
+    pub duration_ns: Option<u64>,
+    /// Record an ftrace text trace.
+    #[serde(default)]
+    pub trace: bool,
+    /// Keep per-interval turbostat samples every this many ns (0 = none).
+    #[serde(default)]
+    pub sample_interval_ns: u64,
+    /// Named tunables in the kernel's sysfs/sysctl names, e.g. `sched_migration_cost_ns`.
+    #[serde(default)]
+    pub tunables: BTreeMap<String, serde_json::Value>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// Kernel profile: the version picks versioned behaviour; `features` overrides single
+/// `SCHED_FEAT`-like toggles by name (see [`crate::sim::profile`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    #[serde(default = "default_kernel")]
+    pub version: String,
+    /// CONFIG_HZ.
+    #[serde(default = "default_hz")]
+    pub hz: u32,
+    #[serde(default)]
+    pub features: BTreeMap<String, serde_json::Value>,
+}
+
+fn default_kernel() -> String {
+    "6.12".to_string()
+}
+fn default_hz() -> u32 {
+    250
+}
+
+impl Default for KernelSpec {
+    fn default() -> Self {
+        KernelSpec {
+            version: default_kernel(),
+            hz: default_hz(),
+            features: BTreeMap::new(),
+        }
+    }
+}
+
+/// cpufreq driver, governor and invariance.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpufreqSpec {
+    #[serde(default = "default_governor")]
+    pub governor: String,
+    #[serde(default)]
+    pub driver: Option<String>,
+    /// `none`, `turbo:N`, `base`, `max`, `amd-midpoint`, `cpufreq`.
+    #[serde(default = "default_invariance")]
+    pub invariance: String,
+}
+
+fn default_governor() -> String {
+    "performance".to_string()
+}
+fn default_invariance() -> String {
+    "none".to_string()
+}
+
+impl Default for CpufreqSpec {
+    fn default() -> Self {
+        CpufreqSpec {
+            governor: default_governor(),
+            driver: None,
+            invariance: default_invariance(),
+        }
+    }
+}
+
+/// The workload: a named generator with parameters, or explicit task programs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub name: String,
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Explicit programs (the Python builder); used when `name == "custom"`.
+    #[serde(default)]
+    pub custom: Option<crate::workload::spec::CustomWorkload>,
+}
+
+/// A machine with every CPU listed. Python expands the compact preset TOML into this.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// `x86`, `arm64` or `power`.
+    pub arch: String,
+    /// Logical CPUs in Linux numbering order (`cpus[i].id == i`).
+    pub cpus: Vec<CpuSpec>,
+    pub core_types: Vec<CoreTypeSpec>,
+    pub freq_domains: Vec<FreqDomainSpec>,
+    /// NUMA distance matrix (node × node); empty means one node.
+    #[serde(default)]
+    pub numa_distance: Vec<Vec<u32>>,
+    /// Idle states, shallowest first (state 0 is the polling/WFI state), per core type name;
+    /// a core type without an entry uses `"default"`.
+    #[serde(default)]
+    pub idle_states: BTreeMap<String, Vec<IdleStateSpec>>,
+    pub power: PowerSpec,
+    /// TSC / MPERF reference frequency (kHz); on x86 the base (P1) frequency.
+    pub tsc_khz: u64,
+}
+
+/// One logical CPU and where it sits.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    pub id: usize,
+    /// Global core index (SMT siblings share it).
+    pub core: usize,
+    /// Global cluster index (Arm cluster; on x86 equal to the LLC).
+    pub cluster: usize,
+    /// Global last-level-cache index.
+    pub llc: usize,
+    pub node: usize,
+    pub package: usize,
+    /// Index into `MachineSpec::core_types`.
+    pub core_type: usize,
+    /// Index into `MachineSpec::freq_domains`.
+    pub freq_domain: usize,
+}
+
+/// A micro-architecture: relative performance per MHz and SMT throughput.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreTypeSpec {
+    pub name: String,
+    /// DT `capacity-dmips-mhz` (x86: 1024 for every core).
+    pub capacity_dmips_mhz: u32,
+    /// `smt_share[k-1]`: throughput of one hardware thread when k threads of its core are busy,
+    /// relative to a lone thread (`smt_share[0] == 1.0`). Empty = no SMT.
+    #[serde(default)]
+    pub smt_share: Vec<f64>,
+    /// Cycles of kernel work per operation kind (context switch, wakeup, ...).
+    #[serde(default)]
+    pub kernel_cycles: BTreeMap<String, f64>,
+}
+
+/// One operating point.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OppSpec {
+    pub khz: u64,
+    #[serde(default)]
+    pub uv: u64,
+    /// Power of one CPU running flat out at this OPP (mW), from the energy model or the
+    /// parametric x86 model; 0 = derive from the power model.
+    #[serde(default)]
+    pub power_mw: f64,
+}
+
+/// A set of CPUs that share one frequency (and one cpufreq policy by default).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FreqDomainSpec {
+    /// `thread`, `core`, `cluster` or `package`.
+    pub granularity: String,
+    /// Selectable frequencies, ascending. On x86 these are the P-states (ratio × 100 MHz)
+    /// up to the 1-core turbo.
+    pub opps: Vec<OppSpec>,
+    /// Base (P1, guaranteed) frequency; on Arm the highest OPP.
+    pub base_khz: u64,
+    /// `turbo_khz[k-1]`: highest deliverable frequency with k active cores in the package
+    /// (x86 MSR_TURBO_RATIO_LIMIT). Empty = no turbo.
+    #[serde(default)]
+    pub turbo_khz: Vec<u64>,
+    #[serde(default)]
+    pub transition_latency_ns: u64,
+}
+
+/// One idle state.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleStateSpec {
+    pub name: String,
+    pub exit_latency_us: u64,
+    pub target_residency_us: u64,
+    /// Power of one core in this state (mW).
+    #[serde(default)]
+    pub power_mw: f64,
+    /// Whether a core in this state counts as active for turbo (C0/C1: yes; C3+: no).
+    #[serde(default)]
+    pub turbo_active: bool,
+}
+
+/// Package-level power terms (mW). Per-CPU busy power comes from the OPPs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerSpec {
+    /// `em` (Arm device-tree energy model: P = dpc·V²·f) or `parametric` (x86: C·V²·f + leakage).
+    pub model: String,
+    /// Power of the package when every core idles, excluding the cores (uncore, IO).
+    #[serde(default)]
+    pub package_idle_mw: f64,
+    /// Extra uncore power while any core of the package is busy, at the package's top frequency.
+    #[serde(default)]
+    pub uncore_active_mw: f64,
+    /// Leakage of one powered (not power-gated) core at the top voltage.
+    #[serde(default)]
+    pub core_leakage_mw: f64,
+    /// Effective switched capacitance for the parametric model: P = c_eff · V² · f, in
+    /// mW / (V² · GHz).
+    #[serde(default)]
+    pub c_eff: f64,
+    /// Extra power fraction of a core when its second (k-th) SMT thread is busy.
+    #[serde(default)]
+    pub smt_power_factor: f64,
+}
+
+impl SimConfig {
+    /// Cross-reference checks. Errors name the key and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        let m = &self.machine;
+        if m.cpus.is_empty() {
+            return Err(format!("machine '{}': no CPUs", m.name));
+        }
+        for (i, c) in m.cpus.iter().enumerate() {
+            if c.id != i {
+                return Err(format!(
+                    "machine '{}': cpus[{i}].id is {}, expected {i} (CPUs are listed in id order)",
+                    m.name, c.id
+                ));
+            }
+            if c.core_type >= m.core_types.len() {
+                return Err(format!(
+                    "machine '{}': cpus[{i}].core_type {} out of range 0..{}",
+                    m.name,
+                    c.core_type,
+                    m.core_types.len()
+                ));
+            }
+            if c.freq_domain >= m.freq_domains.len() {
+                return Err(format!(
+                    "machine '{}': cpus[{i}].freq_domain {} out of range 0..{}",
+                    m.name,
+                    c.freq_domain,
+                    m.freq_domains.len()
+                ));
+            }
+        }
+        for (i, fd) in m.freq_domains.iter().enumerate() {
+            if fd.opps.is_empty() {
+                return Err(format!(
+                    "machine '{}': freq_domains[{i}].opps is empty",
+                    m.name
+                ));
+            }
+            if fd.opps.windows(2).any(|w| w[0].khz >= w[1].khz) {
+                return Err(format!(
+                    "machine '{}': freq_domains[{i}].opps must be strictly ascending in khz",
+                    m.name
+                ));
+            }
+        }
+        for (i, ct) in m.core_types.iter().enumerate() {
+            if ct.capacity_dmips_mhz == 0 {
+                return Err(format!(
+                    "machine '{}': core_types[{i}].capacity_dmips_mhz must be > 0",
+                    m.name
+                ));
+            }
+            if let Some(s) = ct.smt_share.first() {
+                if (*s - 1.0).abs() > 1e-9 {
+                    return Err(format!(
+                        "machine '{}': core_types[{i}].smt_share[0] must be 1.0",
+                        m.name
+                    ));
+                }
+            }
+        }
+        if m.tsc_khz == 0 {
+            return Err(format!("machine '{}': tsc_khz must be > 0", m.name));
+        }
+        if !(100..=10000).contains(&self.kernel.hz) {
+            return Err(format!(
+                "kernel.hz = {}: allowed 100..=10000 (CONFIG_HZ: 100, 250, 300, 1000)",
+                self.kernel.hz
+            ));
+        }
+        Ok(())
+    }
+}

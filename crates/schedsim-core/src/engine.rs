@@ -1,0 +1,772 @@
+//! The simulator: all machine and kernel state in one place, the event loop, and the hardware
+//! bookkeeping that every state change goes through (time integration of counters, burst
+//! progress and energy; SMT share and turbo changes that alter the speed of running bursts).
+//!
+//! Scheduler logic lives in [`crate::sched`] as further `impl Sim` blocks, named as in the
+//! kernel.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::config::{IdleStateSpec, SimConfig};
+use crate::cpufreq::Governor;
+use crate::hw::freq::{Counters, FreqDomain};
+use crate::hw::power::{core_power_mw, uncore_power_mw, CoreActivity};
+use crate::hw::topology::Topology;
+use crate::sched::domain::{build_sched_domains, SchedDomain};
+use crate::sched::rq::Rq;
+use crate::sched::task::{Task, TaskId};
+use crate::sched::Tunables;
+use crate::sim::event::EventQueue;
+use crate::sim::profile::KernelProfile;
+use crate::sim::rng::RngStream;
+use crate::sim::time::Time;
+use crate::trace::ftrace::{Ctx, Payload, TraceBuf};
+use crate::workload::program::Compiled;
+use crate::workload::Workload;
+
+/// Simulation events.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// The running burst of `cpu` completes.
+    BurstEnd { cpu: usize },
+    /// The scheduler tick of `cpu`.
+    Tick { cpu: usize },
+    /// A task's sleep / timer / IO completion, firing on the CPU that armed it.
+    TaskTimer { task: TaskId, cpu: usize },
+    /// `cpu` has left its idle state (exit latency paid).
+    IdleExit { cpu: usize },
+    /// An initial task starts.
+    TaskStart { task: TaskId },
+    /// Per-interval turbostat sample.
+    Sample,
+    /// End of the run.
+    End,
+}
+
+/// A bounded channel at run time.
+#[derive(Clone, Debug, Default)]
+pub struct Channel {
+    pub capacity: u32,
+    pub count: u32,
+    pub receivers: VecDeque<TaskId>,
+    pub senders: VecDeque<TaskId>,
+}
+
+/// Kernel work costs in cycles, per core type.
+#[derive(Clone, Debug, Default)]
+pub struct KernelCosts {
+    pub context_switch: f64,
+    pub wakeup: f64,
+    pub fork: f64,
+    pub exec: f64,
+    pub migrate: f64,
+}
+
+/// Global scheduler counters.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SchedCounters {
+    pub context_switches: u64,
+    pub migrations: u64,
+    pub wakeups: u64,
+    pub forks: u64,
+    pub execs: u64,
+    pub exits: u64,
+    pub load_balance_calls: u64,
+    pub load_balance_pulled: u64,
+    pub active_balances: u64,
+    pub newidle_balances: u64,
+}
+
+/// One turbostat interval sample.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    pub t_ns: Time,
+    pub avg_mhz: f64,
+    pub busy_pct: f64,
+    pub bzy_mhz: f64,
+    pub pkg_watt: f64,
+    pub cor_watt: f64,
+}
+
+/// The whole simulated machine and kernel.
+pub struct Sim {
+    pub now: Time,
+    pub cfg: SimConfig,
+    pub prof: KernelProfile,
+    pub tun: Tunables,
+    pub topo: Topology,
+    pub domains: Vec<Vec<SchedDomain>>,
+    pub fds: Vec<FreqDomain>,
+    pub governor: Governor,
+    pub counters: Vec<Counters>,
+    pub rqs: Vec<Rq>,
+    pub tasks: Vec<Task>,
+    pub compiled: Compiled,
+    pub workload: Workload,
+    pub chans: Vec<Channel>,
+    pub events: EventQueue<Ev>,
+    pub end_time: Option<Time>,
+    pub finished: bool,
+    /// CPUs whose `need_resched` is set, in the order it was set.
+    pub resched_queue: VecDeque<usize>,
+    /// Tasks that became curr without a burst and must run their program.
+    pub run_queue_pending: VecDeque<TaskId>,
+    pub costs: Vec<KernelCosts>,
+    pub idle_states: Vec<Vec<IdleStateSpec>>,
+    pub cpu_timers: Vec<BinaryHeap<Reverse<Time>>>,
+    // hardware bookkeeping
+    pub core_busy: Vec<u32>,
+    pub core_active: Vec<bool>,
+    pub pkg_active_cores: Vec<u32>,
+    pub core_power_mw: Vec<f64>,
+    pub pkg_uncore_mw: Vec<f64>,
+    pub pkg_energy_uj: Vec<f64>,
+    pub pkg_core_energy_uj: Vec<f64>,
+    pub pkg_energy_t: Vec<Time>,
+    pub pkg_max_khz: Vec<u64>,
+    // load balancing
+    pub llc_has_idle_cores: Vec<bool>,
+    pub llc_nr_idle_scan: Vec<u32>,
+    pub nohz_next_balance: Time,
+    pub nohz_next_blocked: Time,
+    pub nr_overloaded: u32,
+    pub live_tasks: usize,
+    pub next_pid: u32,
+    pub rng_workload: RngStream,
+    pub trace: Option<TraceBuf>,
+    pub stats: SchedCounters,
+    pub marks: Vec<(Time, TaskId, usize)>,
+    pub samples: Vec<Sample>,
+    last_sample: (Time, Vec<Counters>, f64, f64),
+    pub events_popped: u64,
+}
+
+/// Instant ops a task may execute at one instant before the run is declared stuck.
+pub const MAX_INSTANT_OPS: u32 = 1_000_000;
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Result<Sim, String> {
+        cfg.validate()?;
+        let prof = KernelProfile::from_spec(&cfg.kernel)?;
+        let governor = Governor::parse(&cfg.cpufreq.governor)?;
+        crate::cpufreq::parse_invariance(&cfg.cpufreq.invariance)?;
+        if let Some(d) = &cfg.cpufreq.driver {
+            if !crate::cpufreq::DRIVERS.contains(&d.as_str()) {
+                return Err(format!(
+                    "cpufreq.driver = '{d}': allowed drivers are {}",
+                    crate::cpufreq::DRIVERS.join(", ")
+                ));
+            }
+        }
+        let topo = Topology::new(&cfg.machine);
+        let n = topo.nr_cpus();
+        let tun = Tunables::new(&prof, n, &cfg.tunables)?;
+        let workload = Workload::from_spec(&cfg.workload, &cfg.machine, &topo)?;
+        let compiled = workload.compile()?;
+        if cfg.duration_ns.is_none() && workload.open_ended(&compiled) {
+            return Err(format!(
+                "workload '{}' runs until stopped: give a duration",
+                cfg.workload.name
+            ));
+        }
+        let m = &cfg.machine;
+        let fds: Vec<FreqDomain> = m
+            .freq_domains
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let cpus: Vec<usize> = (0..n).filter(|&c| topo.cpus[c].freq_domain == i).collect();
+                let pkg = cpus.first().map(|&c| topo.cpus[c].package).unwrap_or(0);
+                FreqDomain::new(i, spec, cpus, pkg)
+            })
+            .collect();
+        let idle_states: Vec<Vec<IdleStateSpec>> = m
+            .core_types
+            .iter()
+            .map(|ct| {
+                m.idle_states
+                    .get(&ct.name)
+                    .or_else(|| m.idle_states.get("default"))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        vec![IdleStateSpec {
+                            name: "POLL".into(),
+                            exit_latency_us: 0,
+                            target_residency_us: 0,
+                            power_mw: 0.0,
+                            turbo_active: true,
+                        }]
+                    })
+            })
+            .collect();
+        let costs = m
+            .core_types
+            .iter()
+            .map(|ct| {
+                let g = |k: &str| ct.kernel_cycles.get(k).copied().unwrap_or(0.0);
+                KernelCosts {
+                    context_switch: g("context_switch"),
+                    wakeup: g("wakeup"),
+                    fork: g("fork"),
+                    exec: g("exec"),
+                    migrate: g("migrate"),
+                }
+            })
+            .collect();
+        let rqs = (0..n)
+            .map(|c| {
+                let ct = topo.cpus[c].core_type;
+                Rq::new(c, topo.cpus[c].capacity_orig, idle_states[ct].len())
+            })
+            .collect();
+        let domains = build_sched_domains(&topo, prof.busy_factor, prof.imbalance_pct_pkg);
+        let ncores = topo.core_cpus.len();
+        let npkg = topo.package_cpus.len();
+        let nllc = topo.llc_cpus.len();
+        let pkg_max_khz = (0..npkg)
+            .map(|p| {
+                fds.iter()
+                    .filter(|f| f.package == p)
+                    .map(|f| f.cpuinfo_max_khz())
+                    .max()
+                    .unwrap_or(1)
+            })
+            .collect();
+        let chans = compiled
+            .channels
+            .iter()
+            .map(|c| Channel {
+                capacity: c.capacity,
+                ..Channel::default()
+            })
+            .collect();
+        let seed = cfg.seed;
+        let trace = cfg.trace.then(TraceBuf::new);
+        let mut sim = Sim {
+            now: 0,
+            end_time: cfg.duration_ns,
+            prof,
+            tun,
+            domains,
+            fds,
+            governor,
+            counters: vec![Counters::default(); n],
+            rqs,
+            tasks: Vec::new(),
+            compiled,
+            workload,
+            chans,
+            events: EventQueue::new(),
+            finished: false,
+            resched_queue: VecDeque::new(),
+            run_queue_pending: VecDeque::new(),
+            costs,
+            idle_states,
+            cpu_timers: vec![BinaryHeap::new(); n],
+            core_busy: vec![0; ncores],
+            core_active: vec![false; ncores],
+            pkg_active_cores: vec![0; npkg],
+            core_power_mw: vec![0.0; ncores],
+            pkg_uncore_mw: vec![0.0; npkg],
+            pkg_energy_uj: vec![0.0; npkg],
+            pkg_core_energy_uj: vec![0.0; npkg],
+            pkg_energy_t: vec![0; npkg],
+            pkg_max_khz,
+            llc_has_idle_cores: vec![true; nllc],
+            llc_nr_idle_scan: topo.llc_cpus.iter().map(|l| l.len() as u32).collect(),
+            nohz_next_balance: 0,
+            nohz_next_blocked: 0,
+            nr_overloaded: 0,
+            live_tasks: 0,
+            next_pid: 1000,
+            rng_workload: RngStream::new(seed, "workload"),
+            trace,
+            stats: SchedCounters::default(),
+            marks: Vec::new(),
+            samples: Vec::new(),
+            last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
+            events_popped: 0,
+            topo,
+            cfg,
+        };
+        sim.init_cpufreq();
+        sim.init_idle();
+        sim.spawn_initial_tasks()?;
+        if let Some(end) = sim.end_time {
+            sim.events.schedule(end, Ev::End);
+        }
+        if sim.cfg.sample_interval_ns > 0 {
+            let t = sim.cfg.sample_interval_ns;
+            sim.events.schedule(t, Ev::Sample);
+        }
+        Ok(sim)
+    }
+
+    fn init_cpufreq(&mut self) {
+        for i in 0..self.fds.len() {
+            let f = match self.governor {
+                Governor::Performance => self.fds[i].policy_max_khz,
+                Governor::Powersave => self.fds[i].policy_min_khz,
+            };
+            self.fds[i].requested_khz = f;
+            self.fds[i].delivered_khz = self.fds[i].deliver(f, 0);
+            if self.trace.is_some() {
+                for c in self.fds[i].cpus.clone() {
+                    self.trace_event(c, Payload::CpuFrequency { khz: f, cpu: c });
+                }
+            }
+        }
+    }
+
+    /// Every CPU starts idle in its deepest state with no timer pending.
+    fn init_idle(&mut self) {
+        for cpu in 0..self.topo.nr_cpus() {
+            let st = self.idle_states[self.topo.cpus[cpu].core_type].len() - 1;
+            self.rqs[cpu].idle_state = Some(st);
+            self.rqs[cpu].idle_entered = 0;
+            self.rqs[cpu].idle_stamp = 0;
+        }
+        for core in 0..self.topo.core_cpus.len() {
+            self.refresh_core(core);
+        }
+        for p in 0..self.pkg_active_cores.len() {
+            self.refresh_package_freq(p);
+        }
+    }
+
+    // ------------------------------------------------------------------ event loop
+
+    /// Run to the end time or until every task has exited.
+    pub fn run(&mut self) -> Result<(), String> {
+        self.drain_pending()?;
+        while !self.finished {
+            let Some((t, ev)) = self.events.pop() else {
+                break;
+            };
+            debug_assert!(t >= self.now, "time went backwards");
+            self.now = t;
+            self.events_popped += 1;
+            self.dispatch(ev)?;
+            self.drain_pending()?;
+            if self.live_tasks == 0 && self.all_started() {
+                self.finished = true;
+            }
+        }
+        self.finish_accounting();
+        Ok(())
+    }
+
+    fn all_started(&self) -> bool {
+        !self.tasks.is_empty()
+    }
+
+    fn dispatch(&mut self, ev: Ev) -> Result<(), String> {
+        match ev {
+            Ev::BurstEnd { cpu } => {
+                self.rqs[cpu].burst_ev = None;
+                self.on_burst_end(cpu)
+            }
+            Ev::Tick { cpu } => {
+                self.rqs[cpu].tick_ev = None;
+                self.scheduler_tick(cpu);
+                Ok(())
+            }
+            Ev::TaskTimer { task, cpu } => {
+                self.cpu_timers[cpu].pop();
+                self.on_task_timer(task, cpu);
+                Ok(())
+            }
+            Ev::IdleExit { cpu } => {
+                self.rqs[cpu].wake_ev = None;
+                self.on_idle_exit(cpu);
+                Ok(())
+            }
+            Ev::TaskStart { task } => {
+                self.start_task(task);
+                Ok(())
+            }
+            Ev::Sample => {
+                self.take_sample();
+                let t = self.now + self.cfg.sample_interval_ns;
+                self.events.schedule(t, Ev::Sample);
+                Ok(())
+            }
+            Ev::End => {
+                self.finished = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Run `schedule()` on CPUs that need it and programs of tasks that just got a CPU, until
+    /// nothing is left to do at this instant.
+    fn drain_pending(&mut self) -> Result<(), String> {
+        let mut budget = MAX_INSTANT_OPS;
+        loop {
+            if let Some(cpu) = self.resched_queue.pop_front() {
+                if self.rqs[cpu].need_resched {
+                    self.schedule(cpu);
+                }
+                continue;
+            }
+            if let Some(t) = self.run_queue_pending.pop_front() {
+                self.run_program(t, &mut budget)?;
+                continue;
+            }
+            return Ok(());
+        }
+    }
+
+    /// `resched_curr()`.
+    pub fn resched_curr(&mut self, cpu: usize) {
+        if self.rqs[cpu].curr.is_none() && !self.rqs[cpu].waking {
+            // an idle CPU gets an IPI and schedules once out of its idle state
+            self.kick_idle_cpu(cpu);
+            return;
+        }
+        self.queue_schedule(cpu);
+    }
+
+    /// Set `need_resched` and queue the CPU for `schedule()` at this instant.
+    pub fn queue_schedule(&mut self, cpu: usize) {
+        if !self.rqs[cpu].need_resched {
+            self.rqs[cpu].need_resched = true;
+            self.resched_queue.push_back(cpu);
+        }
+    }
+
+    // ------------------------------------------------------------------ hardware bookkeeping
+
+    /// Work speed of `cpu` in cycles per ns: delivered frequency × SMT share × IPC scale.
+    pub fn cpu_rate(&self, cpu: usize) -> f64 {
+        let info = &self.topo.cpus[cpu];
+        let khz = self.fds[info.freq_domain].delivered_khz as f64;
+        let busy = self.core_busy[info.core].max(1) as usize;
+        let share = self.cfg.machine.core_types[info.core_type]
+            .smt_share
+            .get(busy - 1)
+            .copied()
+            .unwrap_or(1.0);
+        khz * 1e-6 * share * info.ipc_scale
+    }
+
+    /// Integrate `cpu`'s counters, busy/idle time and burst progress up to now.
+    pub fn sync_cpu(&mut self, cpu: usize) {
+        let rq = &self.rqs[cpu];
+        let dt = self.now - rq.last_state_change;
+        if dt == 0 {
+            return;
+        }
+        let busy = rq.curr.is_some();
+        let fd = self.topo.cpus[cpu].freq_domain;
+        let khz = self.fds[fd].delivered_khz;
+        self.counters[cpu].advance(dt, busy, khz, self.cfg.machine.tsc_khz);
+        let rq = &mut self.rqs[cpu];
+        if busy {
+            rq.busy_ns += dt;
+        } else {
+            rq.idle_ns += dt;
+            if let Some(s) = rq.idle_state {
+                rq.idle_state_ns[s] += dt;
+            }
+        }
+        rq.last_state_change = self.now;
+        if let Some(t) = rq.curr {
+            let rate = rq.burst_rate;
+            if let Some(b) = self.tasks[t].burst.as_mut() {
+                b.advance(dt as f64, rate);
+            }
+        }
+    }
+
+    /// Integrate the package's energy up to now with its current power.
+    pub fn sync_package(&mut self, pkg: usize) {
+        let dt = self.now - self.pkg_energy_t[pkg];
+        if dt == 0 {
+            return;
+        }
+        let cores: f64 = self.topo.package_cores[pkg]
+            .iter()
+            .map(|&c| self.core_power_mw[c])
+            .sum();
+        // mW × ns = 1e-12 J = 1e-6 µJ
+        self.pkg_core_energy_uj[pkg] += cores * dt as f64 * 1e-6;
+        self.pkg_energy_uj[pkg] += (cores + self.pkg_uncore_mw[pkg]) * dt as f64 * 1e-6;
+        self.pkg_energy_t[pkg] = self.now;
+    }
+
+    /// Bring everything that a busy/idle change on `cpu` can affect up to now: its SMT siblings
+    /// (their share changes) and, on turbo parts, every CPU of the package (the turbo limit
+    /// depends on the active core count).
+    pub fn hw_sync_for(&mut self, cpu: usize) {
+        let pkg = self.topo.cpus[cpu].package;
+        self.sync_package(pkg);
+        let fd = self.topo.cpus[cpu].freq_domain;
+        if self.fds[fd].turbo_khz.is_empty() {
+            for s in self.topo.core_cpus[self.topo.cpus[cpu].core].clone() {
+                self.sync_cpu(s);
+            }
+        } else {
+            for s in self.topo.package_cpus[pkg].clone() {
+                self.sync_cpu(s);
+            }
+        }
+    }
+
+    /// After a busy/idle change on `cpu`: recompute its core's activity and power, the package's
+    /// active cores and turbo frequency, and re-arm bursts whose speed changed.
+    pub fn hw_update_for(&mut self, cpu: usize) {
+        let core = self.topo.cpus[cpu].core;
+        let pkg = self.topo.cpus[cpu].package;
+        self.refresh_core(core);
+        let freq_changed = self.refresh_package_freq(pkg);
+        let targets: Vec<usize> = if freq_changed {
+            self.topo.package_cpus[pkg].clone()
+        } else {
+            self.topo.core_cpus[core].clone()
+        };
+        for c in targets {
+            self.rearm_burst(c);
+        }
+    }
+
+    fn refresh_core(&mut self, core: usize) {
+        let cpus = &self.topo.core_cpus[core];
+        let mut busy = 0;
+        let mut active = false;
+        let mut idle_mw = f64::INFINITY;
+        for &c in cpus {
+            let rq = &self.rqs[c];
+            let ct = self.topo.cpus[c].core_type;
+            if rq.curr.is_some() || rq.waking {
+                busy += rq.curr.is_some() as u32;
+                active = true;
+            } else if let Some(s) = rq.idle_state {
+                let st = &self.idle_states[ct][s];
+                active |= st.turbo_active;
+                idle_mw = idle_mw.min(st.power_mw);
+            }
+        }
+        if !idle_mw.is_finite() {
+            idle_mw = 0.0;
+        }
+        let pkg = self.topo.cpus[cpus[0]].package;
+        if self.core_active[core] != active {
+            self.core_active[core] = active;
+            if active {
+                self.pkg_active_cores[pkg] += 1;
+            } else {
+                self.pkg_active_cores[pkg] -= 1;
+            }
+        }
+        self.core_busy[core] = busy;
+        self.update_core_power(core, idle_mw);
+    }
+
+    fn update_core_power(&mut self, core: usize, idle_mw: f64) {
+        let c0 = self.topo.core_cpus[core][0];
+        let fd = &self.fds[self.topo.cpus[c0].freq_domain];
+        let khz = fd.delivered_khz;
+        let opp = fd.opp_at_or_above(khz);
+        let act = CoreActivity {
+            busy_threads: self.core_busy[core] as usize,
+            khz,
+            uv: opp.uv,
+            opp_power_mw: opp.power_mw,
+            idle_power_mw: idle_mw,
+        };
+        self.core_power_mw[core] = core_power_mw(&self.cfg.machine.power, &act);
+    }
+
+    /// Recompute delivered frequencies of the package's domains (turbo limit by active cores)
+    /// and its uncore power. Returns true when a delivered frequency changed.
+    fn refresh_package_freq(&mut self, pkg: usize) -> bool {
+        let active = self.pkg_active_cores[pkg] as usize;
+        let mut changed = false;
+        let mut top = 0;
+        for i in 0..self.fds.len() {
+            if self.fds[i].package != pkg {
+                continue;
+            }
+            let d = self.fds[i].deliver(self.fds[i].requested_khz, active);
+            if d != self.fds[i].delivered_khz {
+                self.fds[i].delivered_khz = d;
+                changed = true;
+            }
+            top = top.max(d);
+        }
+        if changed {
+            for core in self.topo.package_cores[pkg].clone() {
+                let idle_mw = self.core_idle_mw(core);
+                self.update_core_power(core, idle_mw);
+            }
+        }
+        let any_busy = self.topo.package_cores[pkg]
+            .iter()
+            .any(|&c| self.core_busy[c] > 0);
+        self.pkg_uncore_mw[pkg] = uncore_power_mw(
+            &self.cfg.machine.power,
+            any_busy,
+            top,
+            self.pkg_max_khz[pkg],
+        );
+        changed
+    }
+
+    fn core_idle_mw(&self, core: usize) -> f64 {
+        let mut idle_mw = f64::INFINITY;
+        for &c in &self.topo.core_cpus[core] {
+            if let Some(s) = self.rqs[c].idle_state {
+                idle_mw = idle_mw.min(self.idle_states[self.topo.cpus[c].core_type][s].power_mw);
+            }
+        }
+        if idle_mw.is_finite() {
+            idle_mw
+        } else {
+            0.0
+        }
+    }
+
+    /// (Re)schedule the end of `cpu`'s running burst at the current speed.
+    pub fn rearm_burst(&mut self, cpu: usize) {
+        let Some(t) = self.rqs[cpu].curr else {
+            return;
+        };
+        let Some(b) = self.tasks[t].burst else {
+            return;
+        };
+        let rate = self.cpu_rate(cpu);
+        let rq = &self.rqs[cpu];
+        if rq.burst_ev.is_some() && rate == rq.burst_rate {
+            return;
+        }
+        if let Some(h) = self.rqs[cpu].burst_ev.take() {
+            self.events.cancel(h);
+        }
+        let dur = b.duration_ns(rate).ceil().max(0.0) as u64;
+        self.rqs[cpu].burst_rate = rate;
+        let h = self.events.schedule(self.now + dur, Ev::BurstEnd { cpu });
+        self.rqs[cpu].burst_ev = Some(h);
+    }
+
+    /// Stop the running burst's completion event (the task leaves the CPU).
+    pub fn disarm_burst(&mut self, cpu: usize) {
+        if let Some(h) = self.rqs[cpu].burst_ev.take() {
+            self.events.cancel(h);
+        }
+    }
+
+    /// Arm a task timer on `cpu` (hrtimers fire on the CPU that armed them).
+    pub fn arm_task_timer(&mut self, task: TaskId, cpu: usize, at: Time) {
+        self.cpu_timers[cpu].push(Reverse(at));
+        self.events.schedule(at, Ev::TaskTimer { task, cpu });
+    }
+
+    /// Time until the next timer armed on `cpu` (the idle governors' sleep length).
+    pub fn sleep_length(&self, cpu: usize) -> u64 {
+        self.cpu_timers[cpu]
+            .peek()
+            .map(|Reverse(t)| t.saturating_sub(self.now))
+            .unwrap_or(u64::MAX)
+    }
+
+    // ------------------------------------------------------------------ tracing
+
+    pub fn trace_event(&mut self, cpu: usize, payload: Payload) {
+        let ctx = match self.rqs[cpu].curr {
+            Some(t) => {
+                let comm = self.tasks[t].comm.clone();
+                let pid = self.tasks[t].pid;
+                let tr = self.trace.as_mut().expect("tracing enabled");
+                Ctx {
+                    comm: tr.intern(&comm),
+                    pid,
+                }
+            }
+            None => Ctx { comm: 0, pid: 0 },
+        };
+        let now = self.now;
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(now, cpu, ctx, payload);
+        }
+    }
+
+    /// A task as trace payloads print it.
+    pub fn trace_ref(&mut self, t: Option<TaskId>) -> crate::trace::ftrace::TaskRef {
+        match t {
+            Some(t) => {
+                let comm = self.tasks[t].comm.clone();
+                let (pid, prio) = (self.tasks[t].pid, self.tasks[t].prio());
+                let tr = self.trace.as_mut().expect("tracing enabled");
+                crate::trace::ftrace::TaskRef {
+                    comm: tr.intern(&comm),
+                    pid,
+                    prio,
+                }
+            }
+            None => crate::trace::ftrace::TaskRef {
+                comm: 0,
+                pid: 0,
+                prio: 120,
+            },
+        }
+    }
+
+    // ------------------------------------------------------------------ samples and the end
+
+    fn energy_totals(&self) -> (f64, f64) {
+        (
+            self.pkg_energy_uj.iter().sum(),
+            self.pkg_core_energy_uj.iter().sum(),
+        )
+    }
+
+    fn sync_all(&mut self) {
+        for c in 0..self.topo.nr_cpus() {
+            self.sync_cpu(c);
+        }
+        for p in 0..self.pkg_energy_t.len() {
+            self.sync_package(p);
+        }
+    }
+
+    fn take_sample(&mut self) {
+        self.sync_all();
+        let (e, ce) = self.energy_totals();
+        let (t0, prev, e0, ce0) = &self.last_sample;
+        let dt = (self.now - t0) as f64 * 1e-9;
+        let s =
+            crate::metrics::turbostat_from_counters(prev, &self.counters, self.cfg.machine.tsc_khz);
+        self.samples.push(Sample {
+            t_ns: self.now,
+            avg_mhz: s.avg_mhz,
+            busy_pct: s.busy_pct,
+            bzy_mhz: s.bzy_mhz,
+            pkg_watt: (e - e0) * 1e-6 / dt,
+            cor_watt: (ce - ce0) * 1e-6 / dt,
+        });
+        self.last_sample = (self.now, self.counters.clone(), e, ce);
+    }
+
+    fn finish_accounting(&mut self) {
+        for c in 0..self.topo.nr_cpus() {
+            self.update_rq_clock(c);
+            self.update_curr(c);
+        }
+        self.sync_all();
+        for t in 0..self.tasks.len() {
+            self.account_task_state(t);
+        }
+    }
+
+    /// Record a workload mark.
+    pub fn mark(&mut self, task: TaskId, id: usize) {
+        self.marks.push((self.now, task, id));
+    }
+
+    /// Throughput figure of the engine for results.
+    pub fn simulated_ns(&self) -> Time {
+        self.now
+    }
+}

@@ -1,0 +1,4 @@
+//! The hardware model: topology, frequency domains and counters, power.
+pub mod freq;
+pub mod power;
+pub mod topology;

@@ -1,0 +1,317 @@
+//! Results: the `run --json` contract of DESIGN "Interfaces" (metrics, primary, power,
+//! turbostat, sched counters, per-CPU and per-task tables, samples, trace).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::Sim;
+use crate::hw::freq::Counters;
+
+/// turbostat's summary columns from counter deltas (spec/kernel.md §10.3).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Turbostat {
+    pub avg_mhz: f64,
+    pub busy_pct: f64,
+    pub bzy_mhz: f64,
+    pub tsc_mhz: f64,
+}
+
+/// `Avg_MHz = TSC_MHz·ΔAPERF/ΔTSC`, `Busy% = 100·ΔMPERF/ΔTSC`, `Bzy_MHz = TSC_MHz·ΔAPERF/ΔMPERF`,
+/// averaged over CPUs as turbostat's summary row does.
+pub fn turbostat_from_counters(prev: &[Counters], cur: &[Counters], tsc_khz: u64) -> Turbostat {
+    let tsc_mhz = tsc_khz as f64 / 1000.0;
+    let (mut a, mut m, mut t) = (0.0, 0.0, 0.0);
+    for (p, c) in prev.iter().zip(cur) {
+        a += c.aperf - p.aperf;
+        m += c.mperf - p.mperf;
+        t += c.tsc - p.tsc;
+    }
+    if t <= 0.0 {
+        return Turbostat {
+            tsc_mhz,
+            ..Turbostat::default()
+        };
+    }
+    Turbostat {
+        avg_mhz: tsc_mhz * a / t,
+        busy_pct: 100.0 * m / t,
+        bzy_mhz: if m > 0.0 { tsc_mhz * a / m } else { 0.0 },
+        tsc_mhz,
+    }
+}
+
+#[derive(Serialize)]
+struct WorkloadOut<'a> {
+    name: &'a str,
+    params: &'a BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct Primary {
+    name: String,
+    value: f64,
+    higher_is_better: bool,
+}
+
+#[derive(Serialize)]
+struct Power {
+    energy_j: f64,
+    core_energy_j: f64,
+    avg_package_w: f64,
+    avg_core_w: f64,
+    perf_per_watt: f64,
+}
+
+#[derive(Serialize)]
+struct TurbostatOut {
+    avg_mhz: f64,
+    busy_pct: f64,
+    bzy_mhz: f64,
+    tsc_mhz: f64,
+    pkg_watt: f64,
+    cor_watt: f64,
+    cstates: BTreeMap<String, f64>,
+}
+
+#[derive(Serialize)]
+struct SimOut {
+    simulated_s: f64,
+    events: u64,
+    wall_s: f64,
+    events_per_s: f64,
+}
+
+#[derive(Serialize)]
+struct CpuOut {
+    cpu: usize,
+    core: usize,
+    package: usize,
+    capacity: u64,
+    busy_ns: u64,
+    idle_ns: u64,
+    busy_pct: f64,
+    context_switches: u64,
+    avg_khz: f64,
+    util_avg: u64,
+    load_avg: u64,
+    idle_state_pct: BTreeMap<String, f64>,
+}
+
+#[derive(Serialize)]
+struct TaskOut {
+    pid: u32,
+    ppid: u32,
+    comm: String,
+    cpu: usize,
+    cpu_ns: u64,
+    wait_ns: u64,
+    sleep_ns: u64,
+    iowait_ns: u64,
+    nr_switches: u64,
+    nr_involuntary: u64,
+    nr_migrations: u64,
+    nr_wakeups: u64,
+    wakeup_latency_us_mean: f64,
+    wakeup_latency_us_max: f64,
+    start_ns: u64,
+    exit_ns: Option<u64>,
+    util_avg: u64,
+}
+
+#[derive(Serialize)]
+struct SampleOut {
+    t_s: f64,
+    avg_mhz: f64,
+    busy_pct: f64,
+    bzy_mhz: f64,
+    pkg_watt: f64,
+    cor_watt: f64,
+}
+
+#[derive(Serialize)]
+struct RunResult<'a> {
+    schedsim_version: &'static str,
+    machine: &'a str,
+    kernel: String,
+    governor: &'a str,
+    workload: WorkloadOut<'a>,
+    seed: u64,
+    metrics: BTreeMap<String, f64>,
+    primary: Primary,
+    power: Power,
+    turbostat: TurbostatOut,
+    sched: &'a crate::engine::SchedCounters,
+    sim: SimOut,
+    features: BTreeMap<String, bool>,
+    cpus: Vec<CpuOut>,
+    tasks: Vec<TaskOut>,
+    samples: Vec<SampleOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<String>,
+}
+
+/// Serialise the finished run. `wall_s` is the host time the run took (reported, never used by
+/// the model).
+pub fn result_json(sim: &Sim, wall_s: f64) -> String {
+    let elapsed_s = sim.now as f64 * 1e-9;
+    let m = sim.workload.metrics(sim);
+    let primary_value = m.values.get(&m.primary).copied().unwrap_or(0.0);
+    let energy_j: f64 = sim.pkg_energy_uj.iter().sum::<f64>() * 1e-6;
+    let core_energy_j: f64 = sim.pkg_core_energy_uj.iter().sum::<f64>() * 1e-6;
+    let avg_w = if elapsed_s > 0.0 {
+        energy_j / elapsed_s
+    } else {
+        0.0
+    };
+    let avg_core_w = if elapsed_s > 0.0 {
+        core_energy_j / elapsed_s
+    } else {
+        0.0
+    };
+    let perf_per_watt = if avg_w <= 0.0 || primary_value <= 0.0 {
+        0.0
+    } else if m.higher_is_better {
+        primary_value / avg_w
+    } else {
+        1.0 / (primary_value * avg_w)
+    };
+    let zero = vec![Counters::default(); sim.counters.len()];
+    let ts = turbostat_from_counters(&zero, &sim.counters, sim.cfg.machine.tsc_khz);
+    let n = sim.topo.nr_cpus();
+    let mut cstates: BTreeMap<String, f64> = BTreeMap::new();
+    let total_ns = (sim.now as f64 * n as f64).max(1.0);
+    for (c, rq) in sim.rqs.iter().enumerate() {
+        let ct = sim.topo.cpus[c].core_type;
+        for (s, ns) in rq.idle_state_ns.iter().enumerate() {
+            *cstates
+                .entry(sim.idle_states[ct][s].name.clone())
+                .or_insert(0.0) += 100.0 * *ns as f64 / total_ns;
+        }
+    }
+    let cpus = (0..n)
+        .map(|c| {
+            let rq = &sim.rqs[c];
+            let cn = &sim.counters[c];
+            let ct = sim.topo.cpus[c].core_type;
+            let span = (rq.busy_ns + rq.idle_ns).max(1) as f64;
+            CpuOut {
+                cpu: c,
+                core: sim.topo.cpus[c].core,
+                package: sim.topo.cpus[c].package,
+                capacity: sim.topo.cpus[c].capacity_orig,
+                busy_ns: rq.busy_ns,
+                idle_ns: rq.idle_ns,
+                busy_pct: 100.0 * rq.busy_ns as f64 / span,
+                context_switches: rq.nr_switches,
+                avg_khz: if cn.mperf > 0.0 {
+                    sim.cfg.machine.tsc_khz as f64 * cn.aperf / cn.mperf
+                } else {
+                    0.0
+                },
+                util_avg: rq.cfs.avg.util_avg,
+                load_avg: rq.cfs.avg.load_avg,
+                idle_state_pct: rq
+                    .idle_state_ns
+                    .iter()
+                    .enumerate()
+                    .map(|(s, ns)| {
+                        (
+                            sim.idle_states[ct][s].name.clone(),
+                            100.0 * *ns as f64 / span,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let tasks = sim
+        .tasks
+        .iter()
+        .map(|t| TaskOut {
+            pid: t.pid,
+            ppid: t.parent.map(|p| sim.tasks[p].pid).unwrap_or(0),
+            comm: t.comm.clone(),
+            cpu: t.cpu,
+            cpu_ns: t.stats.cpu_ns,
+            wait_ns: t.stats.wait_ns,
+            sleep_ns: t.stats.sleep_ns,
+            iowait_ns: t.stats.iowait_ns,
+            nr_switches: t.stats.nr_switches,
+            nr_involuntary: t.stats.nr_involuntary,
+            nr_migrations: t.stats.nr_migrations,
+            nr_wakeups: t.stats.nr_wakeups,
+            wakeup_latency_us_mean: if t.stats.wakeup_latency_count > 0 {
+                t.stats.wakeup_latency_sum_ns as f64 / t.stats.wakeup_latency_count as f64 * 1e-3
+            } else {
+                0.0
+            },
+            wakeup_latency_us_max: t.stats.wakeup_latency_max_ns as f64 * 1e-3,
+            start_ns: t.stats.start_ns,
+            exit_ns: t.stats.exit_ns,
+            util_avg: t.se.avg.util_avg,
+        })
+        .collect();
+    let samples = sim
+        .samples
+        .iter()
+        .map(|s| SampleOut {
+            t_s: s.t_ns as f64 * 1e-9,
+            avg_mhz: s.avg_mhz,
+            busy_pct: s.busy_pct,
+            bzy_mhz: s.bzy_mhz,
+            pkg_watt: s.pkg_watt,
+            cor_watt: s.cor_watt,
+        })
+        .collect();
+    let r = RunResult {
+        schedsim_version: env!("CARGO_PKG_VERSION"),
+        machine: &sim.cfg.machine.name,
+        kernel: sim.prof.describe(),
+        governor: &sim.cfg.cpufreq.governor,
+        workload: WorkloadOut {
+            name: &sim.cfg.workload.name,
+            params: &sim.cfg.workload.params,
+        },
+        seed: sim.cfg.seed,
+        metrics: m.values.clone(),
+        primary: Primary {
+            name: m.primary.clone(),
+            value: primary_value,
+            higher_is_better: m.higher_is_better,
+        },
+        power: Power {
+            energy_j,
+            core_energy_j,
+            avg_package_w: avg_w,
+            avg_core_w,
+            perf_per_watt,
+        },
+        turbostat: TurbostatOut {
+            avg_mhz: ts.avg_mhz,
+            busy_pct: ts.busy_pct,
+            bzy_mhz: ts.bzy_mhz,
+            tsc_mhz: ts.tsc_mhz,
+            pkg_watt: avg_w,
+            cor_watt: avg_core_w,
+            cstates,
+        },
+        sched: &sim.stats,
+        sim: SimOut {
+            simulated_s: elapsed_s,
+            events: sim.events_popped,
+            wall_s,
+            events_per_s: if wall_s > 0.0 {
+                sim.events_popped as f64 / wall_s
+            } else {
+                0.0
+            },
+        },
+        features: sim.prof.features_map(),
+        cpus,
+        tasks,
+        samples,
+        trace: sim.trace.as_ref().map(|t| t.to_text(n)),
+    };
+    serde_json::to_string(&r).expect("results serialise")
+}

@@ -1,0 +1,549 @@
+//! Load balancing over the scheduling domains (spec/kernel.md §8.8, the v5.10+ form):
+//! periodic balancing from the tick (`rebalance_domains`), NOHZ idle balancing on behalf of idle
+//! CPUs (with the 32 ms blocked-load decay), new-idle balancing when a CPU is about to idle;
+//! group statistics and classification (`update_sg_lb_stats`, `group_classify`),
+//! `find_busiest_group`, `calculate_imbalance`, `find_busiest_queue`, `detach_tasks` with
+//! `can_migrate_task` (affinity, running, cache hot), and active balancing through a stopper
+//! that moves the running task.
+//!
+//! Simplifications: no misfit, asym-packing, SMT-balance or imbalanced-affinity group types yet
+//! (misfit comes with EAS); NUMA imbalance allowance is the simple `adjust_numa_imbalance` rule;
+//! the balancing work itself costs no simulated CPU time.
+
+use super::rq::IdleType;
+use super::task::TaskId;
+use crate::engine::Sim;
+
+/// `enum group_type`, from least to most busy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    #[default]
+    HasSpare,
+    FullyBusy,
+    Misfit,
+    Imbalanced,
+    Overloaded,
+}
+
+/// `struct sg_lb_stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SgStats {
+    pub load: u64,
+    pub util: u64,
+    pub runnable: u64,
+    pub nr_running: u32,
+    pub idle_cpus: u32,
+    pub group_weight: u32,
+    pub group_capacity: u64,
+    pub avg_load: u64,
+    pub group_type: GroupType,
+}
+
+impl SgStats {
+    /// `group_is_overloaded()`.
+    fn is_overloaded(&self, pct: u32) -> bool {
+        if self.nr_running <= self.group_weight {
+            return false;
+        }
+        let pct = pct as u64;
+        self.group_capacity * 100 < self.util * pct
+            || self.group_capacity * pct < self.runnable * 100
+    }
+
+    /// `group_has_capacity()`.
+    fn has_capacity(&self, pct: u32) -> bool {
+        if self.nr_running < self.group_weight {
+            return true;
+        }
+        let pct = pct as u64;
+        if self.group_capacity * pct < self.runnable * 100 {
+            return false;
+        }
+        self.group_capacity * 100 > self.util * pct
+    }
+
+    /// `group_classify()`.
+    pub fn classify(&mut self, pct: u32) {
+        self.group_type = if self.is_overloaded(pct) {
+            GroupType::Overloaded
+        } else if !self.has_capacity(pct) {
+            GroupType::FullyBusy
+        } else {
+            GroupType::HasSpare
+        };
+    }
+}
+
+/// `enum migration_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationType {
+    Load,
+    Util,
+    Task,
+}
+
+/// The outcome of `find_busiest_group`.
+struct Imbalance {
+    group: usize,
+    mtype: MigrationType,
+    imbalance: i64,
+}
+
+impl Sim {
+    // ------------------------------------------------------------------ triggers
+
+    /// `trigger_load_balance()` from the tick of a busy CPU.
+    pub fn trigger_load_balance(&mut self, cpu: usize) {
+        if self.now >= self.rqs[cpu].next_balance {
+            let idle = self.idle_type(cpu);
+            self.rebalance_domains(cpu, idle);
+        }
+        self.nohz_balancer_kick(cpu);
+    }
+
+    fn balance_interval_ns(&self, cpu: usize, lvl: usize, busy: bool) -> u64 {
+        let sd = &self.domains[cpu][lvl];
+        let mut ms = sd.balance_interval_ms;
+        if busy {
+            ms *= sd.busy_factor as u64;
+        }
+        let tick = self.prof.tick_ns();
+        let max = (self.prof.hz as u64 * self.topo.nr_cpus() as u64 / 10).max(1) * tick;
+        (ms * 1_000_000).clamp(tick, max)
+    }
+
+    /// `rebalance_domains()` (`sched_balance_domains`).
+    pub fn rebalance_domains(&mut self, cpu: usize, mut idle: IdleType) {
+        self.update_blocked_averages(cpu);
+        let mut next = self.now + 60 * 1_000_000_000;
+        for lvl in 0..self.domains[cpu].len() {
+            let busy = idle == IdleType::NotIdle;
+            let interval = self.balance_interval_ns(cpu, lvl, busy);
+            if self.now >= self.domains[cpu][lvl].last_balance + interval {
+                if self.load_balance(cpu, lvl, idle) {
+                    // we pulled work: no longer idle for the levels above
+                    idle = IdleType::NotIdle;
+                }
+                self.domains[cpu][lvl].last_balance = self.now;
+            }
+            let interval = self.balance_interval_ns(cpu, lvl, idle == IdleType::NotIdle);
+            next = next.min(self.domains[cpu][lvl].last_balance + interval);
+        }
+        self.rqs[cpu].next_balance = next;
+    }
+
+    /// `nohz_balancer_kick()`: a busy CPU asks an idle one to balance for all idle CPUs.
+    fn nohz_balancer_kick(&mut self, cpu: usize) {
+        let n = self.topo.nr_cpus();
+        if !(0..n).any(|c| c != cpu && self.idle_cpu(c)) {
+            return;
+        }
+        if self.now >= self.nohz_next_blocked {
+            self.nohz_stats_update();
+        }
+        if self.now < self.nohz_next_balance {
+            return;
+        }
+        let llc = self.topo.cpus[cpu].llc;
+        let busy_in_llc = self.topo.llc_cpus[llc]
+            .iter()
+            .filter(|&&c| !self.idle_cpu(c))
+            .count();
+        if self.rqs[cpu].nr_running() >= 2 || busy_in_llc > 1 {
+            self.nohz_idle_balance();
+        }
+    }
+
+    /// NOHZ_STATS_KICK: decay the blocked load of idle CPUs (at most every 32 ms).
+    fn nohz_stats_update(&mut self) {
+        for c in 0..self.topo.nr_cpus() {
+            if self.idle_cpu(c) && self.rqs[c].has_blocked_load {
+                self.update_blocked_averages(c);
+            }
+        }
+        self.nohz_next_blocked = self.now + crate::sched::pelt::LOAD_AVG_PERIOD * 1_000_000;
+    }
+
+    /// `nohz_idle_balance()`: rebalance every idle CPU whose balance is due.
+    fn nohz_idle_balance(&mut self) {
+        let mut next = self.now + 60 * 1_000_000_000;
+        for c in 0..self.topo.nr_cpus() {
+            if !self.idle_cpu(c) {
+                continue;
+            }
+            if self.now >= self.rqs[c].next_balance {
+                self.rebalance_domains(c, IdleType::Idle);
+            }
+            next = next.min(self.rqs[c].next_balance);
+        }
+        self.nohz_next_balance = next.max(self.now + self.prof.tick_ns());
+    }
+
+    /// `newidle_balance()` (`sched_balance_newidle`): pull work before going idle.
+    pub fn newidle_balance(&mut self, cpu: usize) -> bool {
+        self.rqs[cpu].idle_stamp = self.now;
+        let cost = self.tun.sched_migration_cost_ns.max(0) as u64;
+        if self.rqs[cpu].avg_idle < cost || self.nr_overloaded == 0 {
+            return false;
+        }
+        self.stats.newidle_balances += 1;
+        self.update_blocked_averages(cpu);
+        for lvl in 0..self.domains[cpu].len() {
+            if self.rqs[cpu].avg_idle < self.domains[cpu][lvl].max_newidle_lb_cost {
+                break;
+            }
+            if self.load_balance(cpu, lvl, IdleType::NewlyIdle) {
+                return true;
+            }
+            if self.rqs[cpu].cfs.nr_running > 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    // ------------------------------------------------------------------ load_balance
+
+    /// `should_we_balance()`: new-idle always; otherwise only the first idle CPU of the local
+    /// group (or its first CPU when none is idle) balances this domain.
+    fn should_we_balance(&self, cpu: usize, lvl: usize, idle: IdleType) -> bool {
+        if idle == IdleType::NewlyIdle {
+            return true;
+        }
+        let local = &self.domains[cpu][lvl].groups[0];
+        match local.iter().find(|&&c| self.idle_cpu(c)) {
+            Some(&first_idle) => first_idle == cpu,
+            None => local[0] == cpu,
+        }
+    }
+
+    /// `update_sg_lb_stats()`.
+    fn sg_lb_stats(&self, group: &[usize], pct: u32) -> SgStats {
+        let mut s = SgStats {
+            group_weight: group.len() as u32,
+            ..SgStats::default()
+        };
+        for &c in group {
+            s.load += self.cpu_load(c);
+            s.util += self.cpu_util_cfs(c);
+            s.runnable += self.rqs[c].cfs.avg.runnable_avg;
+            s.nr_running += self.rqs[c].nr_running();
+            if self.idle_cpu(c) {
+                s.idle_cpus += 1;
+            }
+            s.group_capacity += self.capacity_of(c);
+        }
+        s.classify(pct);
+        if matches!(s.group_type, GroupType::Overloaded | GroupType::FullyBusy) {
+            s.avg_load = s.load * 1024 / s.group_capacity.max(1);
+        }
+        s
+    }
+
+    /// `update_sd_pick_busiest()`.
+    fn pick_busiest(s: &SgStats, busiest: &SgStats) -> bool {
+        if s.nr_running == 0 {
+            return false;
+        }
+        if s.group_type != busiest.group_type {
+            return s.group_type > busiest.group_type;
+        }
+        match s.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => s.avg_load > busiest.avg_load,
+            _ => {
+                s.idle_cpus < busiest.idle_cpus
+                    || (s.idle_cpus == busiest.idle_cpus && s.nr_running > busiest.nr_running)
+            }
+        }
+    }
+
+    /// `update_idle_cpu_scan()` (SIS_UTIL): scan budget from the LLC's average utilization.
+    fn update_idle_cpu_scan(&mut self, cpu: usize, lvl: usize, sum_util: u64) {
+        let sd = &self.domains[cpu][lvl];
+        let llc = self.topo.cpus[cpu].llc;
+        let w = self.topo.llc_cpus[llc].len() as u64;
+        if sd.span.len() as u64 != w || !self.prof.feat.sis_util {
+            return;
+        }
+        let pct = sd.imbalance_pct as u64;
+        let x = sum_util / w;
+        let y = 1024 - (x * x * pct * pct / (10000 * 1024)).min(1024);
+        self.llc_nr_idle_scan[llc] = (y * w / 1024) as u32;
+    }
+
+    /// `find_busiest_group()` + `calculate_imbalance()`.
+    fn find_busiest_group(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> Option<Imbalance> {
+        let sd = &self.domains[cpu][lvl];
+        let pct = sd.imbalance_pct;
+        let stats: Vec<SgStats> = sd.groups.iter().map(|g| self.sg_lb_stats(g, pct)).collect();
+        let (numa, prefer_sibling, share_llc) = (sd.numa, sd.prefer_sibling, sd.share_llc);
+        let sum_util: u64 = stats.iter().map(|s| s.util).sum();
+        self.update_idle_cpu_scan(cpu, lvl, sum_util);
+        let local = stats[0];
+        let mut busiest: Option<usize> = None;
+        for (i, s) in stats.iter().enumerate().skip(1) {
+            if s.nr_running == 0 {
+                continue;
+            }
+            if busiest.is_none_or(|b| Self::pick_busiest(s, &stats[b])) {
+                busiest = Some(i);
+            }
+        }
+        let bi = busiest?;
+        let b = stats[bi];
+        if b.nr_running == 0 || local.group_type > b.group_type {
+            return None;
+        }
+        let total_load: u64 = stats.iter().map(|s| s.load).sum();
+        let total_cap: u64 = stats.iter().map(|s| s.group_capacity).sum();
+        let sds_avg = total_load * 1024 / total_cap.max(1);
+        if local.group_type == GroupType::Overloaded {
+            if local.avg_load >= b.avg_load
+                || local.avg_load >= sds_avg
+                || 100 * b.avg_load <= pct as u64 * local.avg_load
+            {
+                return None;
+            }
+        }
+        let force_sibling = prefer_sibling
+            && local.group_type == GroupType::HasSpare
+            && b.nr_running > local.nr_running + 1;
+        if !force_sibling && b.group_type != GroupType::Overloaded {
+            if idle == IdleType::NotIdle {
+                return None;
+            }
+            if b.group_weight > 1 && local.idle_cpus <= b.idle_cpus + 1 {
+                return None;
+            }
+            if b.nr_running == 1 {
+                return None;
+            }
+        }
+        // calculate_imbalance()
+        if local.group_type == GroupType::HasSpare {
+            if b.group_type > GroupType::FullyBusy && !share_llc {
+                let spare = local.group_capacity.max(local.util) - local.util;
+                return Some(if spare == 0 {
+                    Imbalance {
+                        group: bi,
+                        mtype: MigrationType::Task,
+                        imbalance: 1,
+                    }
+                } else {
+                    Imbalance {
+                        group: bi,
+                        mtype: MigrationType::Util,
+                        imbalance: spare as i64,
+                    }
+                });
+            }
+            let mut imb = if b.group_weight == 1 || prefer_sibling {
+                (b.nr_running.saturating_sub(local.nr_running) >> 1) as i64
+            } else {
+                ((local.idle_cpus as i64 - b.idle_cpus as i64).max(0)) >> 1
+            };
+            if numa && local.nr_running + 1 <= 2 && b.nr_running <= 2 {
+                // adjust_numa_imbalance(): a small imbalance may stay across nodes
+                imb = 0;
+            }
+            if imb == 0 && b.nr_running > local.nr_running + 1 {
+                imb = 1;
+            }
+            return (imb > 0).then_some(Imbalance {
+                group: bi,
+                mtype: MigrationType::Task,
+                imbalance: imb,
+            });
+        }
+        let local_avg = local.load * 1024 / local.group_capacity.max(1);
+        if local.group_type < GroupType::Overloaded && local_avg >= b.avg_load {
+            return None;
+        }
+        let a = (b.avg_load.saturating_sub(sds_avg)) as u128 * b.group_capacity as u128;
+        let c = (sds_avg.saturating_sub(local_avg)) as u128 * local.group_capacity as u128;
+        let imb = (a.min(c) / 1024) as i64;
+        (imb > 0).then_some(Imbalance {
+            group: bi,
+            mtype: MigrationType::Load,
+            imbalance: imb,
+        })
+    }
+
+    /// `find_busiest_queue()`.
+    fn find_busiest_queue(&self, cpu: usize, lvl: usize, env: &Imbalance) -> Option<usize> {
+        let group = &self.domains[cpu][lvl].groups[env.group];
+        let mut best: Option<usize> = None;
+        let mut best_val: (u64, u64) = (0, 1);
+        for &c in group {
+            let nr = self.rqs[c].cfs.nr_running;
+            if nr == 0 {
+                continue;
+            }
+            let (val, cap) = match env.mtype {
+                MigrationType::Load => {
+                    let load = self.cpu_load(c);
+                    if nr == 1 && load as i64 > env.imbalance {
+                        continue;
+                    }
+                    (load, self.capacity_of(c))
+                }
+                MigrationType::Util => {
+                    if nr <= 1 {
+                        continue;
+                    }
+                    (self.cpu_util_cfs(c), 1)
+                }
+                MigrationType::Task => (nr as u64, 1),
+            };
+            // val/cap > best_val.0/best_val.1
+            if best.is_none() || val as u128 * best_val.1 as u128 > best_val.0 as u128 * cap as u128
+            {
+                best = Some(c);
+                best_val = (val, cap);
+            }
+        }
+        best
+    }
+
+    /// `task_hot()`.
+    fn task_hot(&self, t: TaskId, src: usize, cpu: usize, lvl: usize) -> bool {
+        if self.domains[cpu][lvl].share_cpucapacity {
+            return false;
+        }
+        let cost = self.tun.sched_migration_cost_ns;
+        if cost == -1 {
+            return true;
+        }
+        if cost == 0 {
+            return false;
+        }
+        let start = self.tasks[t].se.exec_start;
+        start != 0 && self.rqs[src].clock_task.saturating_sub(start) < cost as u64
+    }
+
+    /// `can_migrate_task()`.
+    fn can_migrate_task(&self, t: TaskId, src: usize, dst: usize, lvl: usize) -> bool {
+        if !self.tasks[t].allowed(dst) || self.rqs[src].curr == Some(t) {
+            return false;
+        }
+        let failed = self.domains[dst][lvl].nr_balance_failed;
+        !(self.task_hot(t, src, dst, lvl) && failed <= self.domains[dst][lvl].cache_nice_tries)
+    }
+
+    /// `detach_tasks()` + `attach_tasks()`: move up to the imbalance from `src` to `dst`.
+    fn detach_tasks(
+        &mut self,
+        dst: usize,
+        src: usize,
+        lvl: usize,
+        idle: IdleType,
+        env: &mut Imbalance,
+    ) -> u32 {
+        if self.rqs[src].cfs.nr_running <= 1 {
+            return 0;
+        }
+        let candidates: Vec<TaskId> = self.rqs[src].cfs_tasks.clone();
+        let loop_max =
+            (self.tun.sched_nr_migrate as usize).min(self.rqs[src].cfs.nr_running as usize);
+        let failed = self.domains[dst][lvl].nr_balance_failed;
+        let mut moved = 0;
+        for &t in candidates.iter().take(loop_max) {
+            if idle != IdleType::NotIdle && self.rqs[src].cfs.nr_running <= 1 {
+                break;
+            }
+            if self.tasks[t].cpu != src
+                || !self.tasks[t].se.on_rq
+                || !self.can_migrate_task(t, src, dst, lvl)
+            {
+                continue;
+            }
+            match env.mtype {
+                MigrationType::Load => {
+                    let load = self.tasks[t].se.avg.load_avg;
+                    if self.prof.feat.lb_min && load < 16 && failed == 0 {
+                        continue;
+                    }
+                    if (load >> failed.min(63)) as i64 > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= load as i64;
+                }
+                MigrationType::Util => {
+                    let util = self.task_util_est(t);
+                    if util as i64 > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= util as i64;
+                }
+                MigrationType::Task => env.imbalance -= 1,
+            }
+            self.move_queued_task(t, src, dst);
+            moved += 1;
+            if idle == IdleType::NewlyIdle || env.imbalance <= 0 {
+                break;
+            }
+        }
+        moved
+    }
+
+    /// `load_balance()` (`sched_balance_rq`) at domain level `lvl` of `cpu`.
+    pub fn load_balance(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> bool {
+        self.stats.load_balance_calls += 1;
+        if !self.should_we_balance(cpu, lvl, idle) {
+            return false;
+        }
+        let Some(mut env) = self.find_busiest_group(cpu, lvl, idle) else {
+            self.out_balanced(cpu, lvl, idle);
+            return false;
+        };
+        let Some(busiest) = self.find_busiest_queue(cpu, lvl, &env) else {
+            self.out_balanced(cpu, lvl, idle);
+            return false;
+        };
+        let moved = self.detach_tasks(cpu, busiest, lvl, idle, &mut env);
+        let sd = &mut self.domains[cpu][lvl];
+        if moved > 0 {
+            self.stats.load_balance_pulled += moved as u64;
+            sd.nr_balance_failed = 0;
+            sd.balance_interval_ms = sd.min_interval_ms;
+            return true;
+        }
+        if idle != IdleType::NewlyIdle {
+            sd.nr_balance_failed += 1;
+        }
+        let active = sd.nr_balance_failed > sd.cache_nice_tries + 2;
+        if active && self.active_balance(busiest, cpu) {
+            let sd = &mut self.domains[cpu][lvl];
+            sd.nr_balance_failed = sd.cache_nice_tries + 1;
+            sd.balance_interval_ms = sd.min_interval_ms;
+            return false;
+        }
+        let sd = &mut self.domains[cpu][lvl];
+        if sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+        false
+    }
+
+    fn out_balanced(&mut self, cpu: usize, lvl: usize, idle: IdleType) {
+        let sd = &mut self.domains[cpu][lvl];
+        sd.nr_balance_failed = 0;
+        if idle != IdleType::NewlyIdle && sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+    }
+
+    /// Active balancing: the stopper on `src` preempts its running task and pushes it to `dst`.
+    fn active_balance(&mut self, src: usize, dst: usize) -> bool {
+        let Some(t) = self.rqs[src].curr else {
+            return false;
+        };
+        if !self.tasks[t].allowed(dst) || self.rqs[src].migrate_curr_to.is_some() {
+            return false;
+        }
+        self.stats.active_balances += 1;
+        self.rqs[src].migrate_curr_to = Some(dst);
+        self.queue_schedule(src);
+        true
+    }
+}

@@ -1,0 +1,889 @@
+//! Core scheduler paths (`kernel/sched/core.c`, `idle.c`): `__schedule()`, `try_to_wake_up()`,
+//! `wake_up_new_task()`, `sched_exec()`, `do_exit()`, the scheduler tick with NOHZ idle, and
+//! idle entry/exit with the idle state's exit latency. Scheduler work that costs CPU time in the
+//! kernel (context switch, wakeup, fork, exec, migration) is charged to the CPU that does it as
+//! cycles run through that CPU's work model.
+
+use super::fair::EnqFlags;
+use super::pelt;
+use super::rq::IdleType;
+use super::task::{
+    nice_to_weight, Burst, Policy, SchedEntity, Task, TaskId, TaskState, WEIGHT_IDLEPRIO,
+};
+use crate::engine::{Ev, Sim};
+use crate::sim::time::Time;
+use crate::trace::ftrace::{Payload, PWR_EVENT_EXIT};
+
+/// Wake flags.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WakeFlags {
+    /// `WF_SYNC`: the waker is about to sleep (pipes, sockets).
+    pub sync: bool,
+}
+
+/// Balance type of `select_task_rq_fair`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdFlag {
+    Wake,
+    Fork,
+    Exec,
+}
+
+impl Sim {
+    // ------------------------------------------------------------------ task creation
+
+    /// Create a task from a program template. It is not yet runnable.
+    pub fn create_task(&mut self, program: usize, parent: Option<TaskId>, instance: u32) -> TaskId {
+        let prog = &self.compiled.programs[program];
+        let policy = Policy::parse(&prog.policy).unwrap_or(Policy::Normal);
+        let weight = if policy == Policy::Idle {
+            WEIGHT_IDLEPRIO
+        } else {
+            nice_to_weight(prog.nice)
+        };
+        let n = self.topo.nr_cpus();
+        let mut cpus_allowed = Vec::new();
+        if !prog.cpus.is_empty() {
+            cpus_allowed = vec![false; n];
+            for &c in &prog.cpus {
+                if c < n {
+                    cpus_allowed[c] = true;
+                }
+            }
+        }
+        let nr_allowed = if cpus_allowed.is_empty() {
+            n
+        } else {
+            cpus_allowed.iter().filter(|&&b| b).count()
+        };
+        let comm = if prog.instances > 1 {
+            format!("{}-{instance}", prog.name)
+        } else {
+            prog.name.clone()
+        };
+        let id = self.tasks.len();
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let cpu = parent.map(|p| self.tasks[p].cpu).unwrap_or(0);
+        let nice = prog.nice;
+        self.tasks.push(Task {
+            id,
+            pid,
+            comm,
+            parent,
+            program,
+            nice,
+            policy,
+            se: SchedEntity {
+                weight,
+                slice: self.tun.sched_base_slice_ns,
+                ..SchedEntity::default()
+            },
+            util_est: pelt::UtilEst::default(),
+            state: TaskState::New,
+            cpu,
+            cpus_allowed,
+            nr_cpus_allowed: nr_allowed,
+            pc: 0,
+            loops: Vec::new(),
+            burst: None,
+            pending_overhead: 0.0,
+            timer_next: None,
+            live_children: 0,
+            exited_children: 0,
+            waiting_for_child: false,
+            wakee_flips: 0,
+            wakee_flip_decay_ts: self.now,
+            last_wakee: None,
+            recent_used_cpu: cpu,
+            in_iowait: false,
+            stats: Default::default(),
+        });
+        self.live_tasks += 1;
+        if let Some(p) = parent {
+            self.tasks[p].live_children += 1;
+        }
+        id
+    }
+
+    /// Create the workload's initial tasks.
+    pub fn spawn_initial_tasks(&mut self) -> Result<(), String> {
+        for prog in 0..self.compiled.programs.len() {
+            let p = &self.compiled.programs[prog];
+            if !p.start {
+                continue;
+            }
+            let (instances, delay) = (p.instances, p.delay_ns);
+            for i in 0..instances {
+                let t = self.create_task(prog, None, i);
+                self.events.schedule(delay, Ev::TaskStart { task: t });
+            }
+        }
+        Ok(())
+    }
+
+    /// Start an initial task as if forked by a launcher on CPU 0.
+    pub fn start_task(&mut self, t: TaskId) {
+        match self.compiled.programs[self.tasks[t].program].start_cpu {
+            Some(cpu) if cpu < self.topo.nr_cpus() => self.wake_up_new_task_on(t, cpu, cpu),
+            _ => self.wake_up_new_task(t, 0),
+        }
+    }
+
+    /// `post_init_entity_util_avg()` + `init_entity_runnable_average()`.
+    fn init_entity_avg(&mut self, t: TaskId, cpu: usize) {
+        let cfs = &self.rqs[cpu].cfs.avg;
+        let w = self.tasks[t].se.weight;
+        let cap = self.capacity_of(cpu);
+        let util = pelt::post_init_util(cfs.util_avg, cfs.load_avg, w, cap);
+        let avg = &mut self.tasks[t].se.avg;
+        *avg = pelt::SchedAvg::default();
+        avg.load_avg = w;
+        avg.util_avg = util;
+        avg.runnable_avg = util;
+    }
+
+    /// `wake_up_new_task()`: fork balancing, initial PELT values, enqueue, preemption check.
+    pub fn wake_up_new_task(&mut self, t: TaskId, parent_cpu: usize) {
+        let cpu = self.select_task_rq_fair(
+            t,
+            parent_cpu,
+            SdFlag::Fork,
+            WakeFlags::default(),
+            parent_cpu,
+        );
+        self.wake_up_new_task_on(t, cpu, parent_cpu);
+    }
+
+    /// The part of `wake_up_new_task()` after the CPU is chosen.
+    pub fn wake_up_new_task_on(&mut self, t: TaskId, cpu: usize, parent_cpu: usize) {
+        self.tasks[t].cpu = cpu;
+        self.tasks[t].recent_used_cpu = cpu;
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].stats.start_ns = self.now;
+        self.tasks[t].stats.runnable_since = self.now;
+        self.update_rq_clock(cpu);
+        self.init_entity_avg(t, cpu);
+        if self.trace.is_some() {
+            let p = self.trace_ref(Some(t));
+            self.trace_event(parent_cpu, Payload::WakeupNew { p, target: cpu });
+        }
+        self.activate_task(
+            cpu,
+            t,
+            EnqFlags {
+                initial: true,
+                ..EnqFlags::default()
+            },
+        );
+        self.check_preempt_wakeup(cpu, t, true);
+    }
+
+    /// `activate_task()`.
+    pub fn activate_task(&mut self, cpu: usize, t: TaskId, f: EnqFlags) {
+        self.update_rq_clock(cpu);
+        self.enqueue_task_fair(cpu, t, f);
+    }
+
+    // ------------------------------------------------------------------ wakeups
+
+    /// `try_to_wake_up()` run on `waker_cpu`.
+    pub fn try_to_wake_up(&mut self, t: TaskId, waker_cpu: usize, wf: WakeFlags) {
+        let state = self.tasks[t].state;
+        if !matches!(state, TaskState::Sleeping | TaskState::IoWait) {
+            return;
+        }
+        if self.trace.is_some() {
+            let p = self.trace_ref(Some(t));
+            let target = self.tasks[t].cpu;
+            self.trace_event(waker_cpu, Payload::Waking { p, target });
+        }
+        self.charge_waker(waker_cpu);
+        self.stats.wakeups += 1;
+        self.account_task_state(t);
+        let iowait = state == TaskState::IoWait;
+        let prev = self.tasks[t].cpu;
+        let cpu = self.select_task_rq_fair(t, prev, SdFlag::Wake, wf, waker_cpu);
+        let migrated = cpu != prev;
+        if migrated {
+            self.set_task_cpu(t, cpu);
+        }
+        let task = &mut self.tasks[t];
+        task.state = TaskState::Runnable;
+        task.in_iowait = iowait;
+        task.stats.nr_wakeups += 1;
+        task.stats.runnable_since = self.now;
+        task.stats.pending_wakeup_latency = true;
+        self.activate_task(
+            cpu,
+            t,
+            EnqFlags {
+                wakeup: true,
+                migrated,
+                iowait,
+                ..EnqFlags::default()
+            },
+        );
+        self.check_preempt_wakeup(cpu, t, false);
+        if self.trace.is_some() {
+            let p = self.trace_ref(Some(t));
+            self.trace_event(cpu, Payload::Wakeup { p, target: cpu });
+        }
+    }
+
+    /// The waker pays for the wakeup path.
+    fn charge_waker(&mut self, waker_cpu: usize) {
+        let ct = self.topo.cpus[waker_cpu].core_type;
+        let c = self.costs[ct].wakeup;
+        self.charge_cpu(waker_cpu, c);
+    }
+
+    /// Add `cycles` of kernel work to whatever runs on `cpu` (nothing if it idles).
+    pub fn charge_cpu(&mut self, cpu: usize, cycles: f64) {
+        if cycles <= 0.0 {
+            return;
+        }
+        let Some(cur) = self.rqs[cpu].curr else {
+            return;
+        };
+        if self.tasks[cur].burst.is_some() {
+            self.sync_cpu(cpu);
+            if let Some(b) = self.tasks[cur].burst.as_mut() {
+                b.cycles += cycles;
+            }
+            self.force_rearm(cpu);
+        } else {
+            self.tasks[cur].pending_overhead += cycles;
+        }
+    }
+
+    fn force_rearm(&mut self, cpu: usize) {
+        self.disarm_burst(cpu);
+        self.rearm_burst(cpu);
+    }
+
+    /// `set_task_cpu()` → `migrate_task_rq_fair()` for a task that is not queued.
+    pub fn set_task_cpu(&mut self, t: TaskId, new_cpu: usize) {
+        let old = self.tasks[t].cpu;
+        if self.prof.fair == crate::sim::profile::FairFlavor::Cfs {
+            let min = self.rqs[old].cfs.min_vruntime;
+            let se = &mut self.tasks[t].se;
+            se.vruntime = se.vruntime.saturating_sub(min);
+        }
+        // remove_entity_load_avg(): sync to the old cfs_rq and queue the removal
+        let last = self.rqs[old].cfs.avg.last_update_time;
+        let kind = self.pelt_kind();
+        let task = &mut self.tasks[t];
+        if task.se.avg.last_update_time != 0 {
+            task.se
+                .avg
+                .update(last, 0, 0, 0, task.se.weight, task.se.weight, kind);
+            let avg = task.se.avg;
+            avg.remove_from(&mut self.rqs[old].cfs.removed);
+        }
+        self.finish_migration(t, old, new_cpu);
+    }
+
+    fn pelt_kind(&self) -> pelt::RunnableKind {
+        if self.prof.pelt_runnable_weighted {
+            pelt::RunnableKind::Weighted
+        } else {
+            pelt::RunnableKind::Count
+        }
+    }
+
+    /// Common tail of every migration: PELT re-attach, cache-cold, counters, trace.
+    pub fn finish_migration(&mut self, t: TaskId, old: usize, new_cpu: usize) {
+        let task = &mut self.tasks[t];
+        task.se.avg.last_update_time = 0;
+        task.se.exec_start = 0;
+        task.cpu = new_cpu;
+        task.stats.nr_migrations += 1;
+        self.stats.migrations += 1;
+        if self.trace.is_some() {
+            let p = self.trace_ref(Some(t));
+            self.trace_event(
+                old,
+                Payload::Migrate {
+                    p,
+                    orig: old,
+                    dest: new_cpu,
+                },
+            );
+        }
+    }
+
+    /// Move a queued, not running task between runqueues (load balancing).
+    pub fn move_queued_task(&mut self, t: TaskId, src: usize, dst: usize) {
+        self.update_rq_clock(src);
+        self.dequeue_task_fair(src, t, false, true);
+        self.finish_migration(t, src, dst);
+        let ct = self.topo.cpus[dst].core_type;
+        let c = self.costs[ct].migrate;
+        self.tasks[t].pending_overhead += c;
+        self.activate_task(
+            dst,
+            t,
+            EnqFlags {
+                migrated: true,
+                ..EnqFlags::default()
+            },
+        );
+        self.check_preempt_wakeup(dst, t, false);
+    }
+
+    // ------------------------------------------------------------------ blocking and exit
+
+    /// The running task `t` on `cpu` goes to sleep (`deactivate_task` with DEQUEUE_SLEEP).
+    pub fn block_task(&mut self, t: TaskId, cpu: usize, state: TaskState) {
+        self.update_rq_clock(cpu);
+        self.account_task_state(t);
+        self.tasks[t].state = state;
+        self.tasks[t].stats.blocked_since = self.now;
+        self.dequeue_task_fair(cpu, t, true, false);
+        self.resched_curr(cpu);
+    }
+
+    /// `do_exit()`: dequeue, detach the PELT contribution, notify the parent.
+    pub fn do_exit(&mut self, t: TaskId, cpu: usize) {
+        self.update_rq_clock(cpu);
+        self.account_task_state(t);
+        if self.trace.is_some() {
+            let p = self.trace_ref(Some(t));
+            self.trace_event(cpu, Payload::Exit { p });
+        }
+        self.tasks[t].state = TaskState::Dead;
+        self.tasks[t].stats.exit_ns = Some(self.now);
+        self.dequeue_task_fair(cpu, t, true, true);
+        self.stats.exits += 1;
+        self.live_tasks -= 1;
+        if let Some(p) = self.tasks[t].parent {
+            let parent = &mut self.tasks[p];
+            parent.live_children -= 1;
+            if parent.waiting_for_child && matches!(parent.state, TaskState::Sleeping) {
+                parent.waiting_for_child = false;
+                self.try_to_wake_up(p, cpu, WakeFlags::default());
+            } else {
+                parent.exited_children += 1;
+            }
+        }
+        self.resched_curr(cpu);
+    }
+
+    /// Close the current accounting interval of a task (wait / sleep / iowait time).
+    pub fn account_task_state(&mut self, t: TaskId) {
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        match task.state {
+            TaskState::Sleeping => task.stats.sleep_ns += now - task.stats.blocked_since,
+            TaskState::IoWait => task.stats.iowait_ns += now - task.stats.blocked_since,
+            _ => {}
+        }
+        task.stats.blocked_since = now;
+    }
+
+    // ------------------------------------------------------------------ __schedule
+
+    /// `__schedule()` on `cpu`.
+    pub fn schedule(&mut self, cpu: usize) {
+        self.rqs[cpu].need_resched = false;
+        if self.rqs[cpu].waking {
+            // the CPU is still leaving its idle state; it schedules when it is out
+            self.rqs[cpu].need_resched = true;
+            return;
+        }
+        let prev = self.rqs[cpu].curr;
+        self.update_rq_clock(cpu);
+        if let Some(p) = prev {
+            self.put_prev_task_fair(cpu, p);
+            if let Some(dst) = self.rqs[cpu].migrate_curr_to.take() {
+                if self.tasks[p].se.on_rq && self.tasks[p].cpu == cpu {
+                    // the stopper runs: sync the task's progress, then push it away
+                    self.sync_cpu(cpu);
+                    self.move_queued_task(p, cpu, dst);
+                }
+            }
+        }
+        let mut next = self.pick_next_task_fair(cpu);
+        if next.is_none() {
+            if self.newidle_balance(cpu) {
+                next = self.pick_next_task_fair(cpu);
+            }
+        }
+        if next == prev {
+            if next.is_some() {
+                self.rearm_or_continue(cpu);
+            } else {
+                // woken for nothing (the task went elsewhere): back to idle
+                self.hw_sync_for(cpu);
+                self.enter_idle(cpu);
+                self.hw_update_for(cpu);
+            }
+            return;
+        }
+        self.context_switch(cpu, prev, next);
+    }
+
+    fn rearm_or_continue(&mut self, cpu: usize) {
+        let t = self.rqs[cpu].curr.expect("busy");
+        if self.tasks[t].burst.is_some() {
+            self.rearm_burst(cpu);
+        } else {
+            self.run_queue_pending.push_back(t);
+        }
+    }
+
+    fn context_switch(&mut self, cpu: usize, prev: Option<TaskId>, next: Option<TaskId>) {
+        let busy_change = prev.is_some() != next.is_some();
+        if busy_change {
+            self.hw_sync_for(cpu);
+        } else {
+            self.sync_cpu(cpu);
+        }
+        self.disarm_burst(cpu);
+        let prev_state = match prev.map(|p| self.tasks[p].state) {
+            Some(TaskState::Runnable) => {
+                let p = prev.expect("some");
+                self.tasks[p].stats.nr_involuntary += 1;
+                self.tasks[p].stats.runnable_since = self.now;
+                "R+"
+            }
+            Some(TaskState::Sleeping) => "S",
+            Some(TaskState::IoWait) => "D",
+            Some(TaskState::Dead) => "X",
+            _ => "R",
+        };
+        if let Some(p) = prev {
+            self.tasks[p].stats.nr_switches += 1;
+        }
+        if self.trace.is_some() {
+            let pr = self.trace_ref(prev);
+            let nx = self.trace_ref(next);
+            self.trace_event(
+                cpu,
+                Payload::Switch {
+                    prev: pr,
+                    prev_state,
+                    next: nx,
+                },
+            );
+        }
+        self.rqs[cpu].nr_switches += 1;
+        self.stats.context_switches += 1;
+        match next {
+            Some(n) => {
+                if prev.is_none() {
+                    self.leave_idle(cpu);
+                }
+                self.rqs[cpu].curr = Some(n);
+                let task = &mut self.tasks[n];
+                let waited = self.now - task.stats.runnable_since;
+                task.stats.wait_ns += waited;
+                if task.stats.pending_wakeup_latency {
+                    task.stats.pending_wakeup_latency = false;
+                    task.stats.wakeup_latency_sum_ns += waited;
+                    task.stats.wakeup_latency_count += 1;
+                    task.stats.wakeup_latency_max_ns = task.stats.wakeup_latency_max_ns.max(waited);
+                }
+                task.stats.runnable_since = self.now;
+                let ct = self.topo.cpus[cpu].core_type;
+                let cs = self.costs[ct].context_switch;
+                match task.burst.as_mut() {
+                    Some(b) => b.cycles += cs,
+                    None => task.pending_overhead += cs,
+                }
+                if busy_change {
+                    self.hw_update_for(cpu);
+                }
+                self.rqs[cpu].burst_ev = None;
+                self.rqs[cpu].burst_rate = 0.0;
+                self.rearm_or_continue(cpu);
+            }
+            None => {
+                self.rqs[cpu].curr = None;
+                self.enter_idle(cpu);
+                self.hw_update_for(cpu);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ idle
+
+    /// The idle task runs: resync the PELT clock, stop the tick (NOHZ idle), pick an idle state.
+    fn enter_idle(&mut self, cpu: usize) {
+        self.update_idle_rq_clock_pelt(cpu);
+        if let Some(h) = self.rqs[cpu].tick_ev.take() {
+            self.events.cancel(h);
+        }
+        let ct = self.topo.cpus[cpu].core_type;
+        let sleep = self.sleep_length(cpu);
+        let st = crate::cpuidle::select_by_sleep_length(&self.idle_states[ct], sleep);
+        let rq = &mut self.rqs[cpu];
+        rq.idle_state = Some(st);
+        rq.idle_entered = self.now;
+        rq.idle_stamp = self.now;
+        rq.idle_state_usage[st] += 1;
+        if self.trace.is_some() {
+            self.trace_event(
+                cpu,
+                Payload::CpuIdle {
+                    state: st as u64,
+                    cpu,
+                },
+            );
+        }
+        let llc = self.topo.cpus[cpu].llc;
+        let core_idle = self.topo.siblings(cpu).iter().all(|&s| self.idle_cpu(s));
+        if core_idle {
+            self.llc_has_idle_cores[llc] = true;
+        }
+    }
+
+    /// Leave idle when a task is picked: avg_idle bookkeeping, restart the tick.
+    fn leave_idle(&mut self, cpu: usize) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu];
+        if rq.idle_state.take().is_some() && self.trace.is_some() {
+            self.trace_event(
+                cpu,
+                Payload::CpuIdle {
+                    state: PWR_EVENT_EXIT,
+                    cpu,
+                },
+            );
+        }
+        let rq = &mut self.rqs[cpu];
+        let delta = now - rq.idle_stamp;
+        let max = 2 * self.tun.sched_migration_cost_ns.max(0) as u64;
+        let avg = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
+        rq.avg_idle = (avg.max(0) as u64).min(max);
+        self.start_tick(cpu);
+    }
+
+    /// `idle_cpu()` / `available_idle_cpu()`: nothing runs or is queued.
+    pub fn idle_cpu(&self, cpu: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        rq.curr.is_none() && rq.cfs.nr_running == 0
+    }
+
+    /// An IPI wakes an idle CPU: it runs after its idle state's exit latency.
+    pub fn kick_idle_cpu(&mut self, cpu: usize) {
+        let rq = &self.rqs[cpu];
+        if rq.curr.is_some() || rq.waking {
+            return;
+        }
+        let ct = self.topo.cpus[cpu].core_type;
+        let lat_ns = rq
+            .idle_state
+            .map(|s| self.idle_states[ct][s].exit_latency_us * 1000)
+            .unwrap_or(0);
+        self.hw_sync_for(cpu);
+        self.rqs[cpu].waking = true;
+        self.hw_update_for(cpu);
+        let h = self
+            .events
+            .schedule(self.now + lat_ns, Ev::IdleExit { cpu });
+        self.rqs[cpu].wake_ev = Some(h);
+    }
+
+    /// The exit latency has passed.
+    pub fn on_idle_exit(&mut self, cpu: usize) {
+        self.hw_sync_for(cpu);
+        self.rqs[cpu].waking = false;
+        self.hw_update_for(cpu);
+        self.rqs[cpu].need_resched = false;
+        self.queue_schedule(cpu);
+    }
+
+    // ------------------------------------------------------------------ tick
+
+    fn start_tick(&mut self, cpu: usize) {
+        if self.rqs[cpu].tick_ev.is_some() {
+            return;
+        }
+        let tick = self.prof.tick_ns();
+        let next = (self.now / tick + 1) * tick;
+        let h = self.events.schedule(next, Ev::Tick { cpu });
+        self.rqs[cpu].tick_ev = Some(h);
+    }
+
+    /// `sched_tick()`.
+    pub fn scheduler_tick(&mut self, cpu: usize) {
+        let Some(curr) = self.rqs[cpu].curr else {
+            return;
+        };
+        self.update_rq_clock(cpu);
+        self.task_tick_fair(cpu, curr);
+        self.trigger_load_balance(cpu);
+        self.start_tick(cpu);
+    }
+
+    // ------------------------------------------------------------------ program events
+
+    /// The running burst of `cpu` completed.
+    pub fn on_burst_end(&mut self, cpu: usize) -> Result<(), String> {
+        self.sync_cpu(cpu);
+        let Some(t) = self.rqs[cpu].curr else {
+            return Ok(());
+        };
+        self.tasks[t].burst = None;
+        self.run_queue_pending.push_back(t);
+        Ok(())
+    }
+
+    /// A task timer fired on `cpu`.
+    pub fn on_task_timer(&mut self, t: TaskId, cpu: usize) {
+        if matches!(self.tasks[t].state, TaskState::Sleeping | TaskState::IoWait) {
+            self.try_to_wake_up(t, cpu, WakeFlags::default());
+        }
+    }
+
+    /// Execute `t`'s program from its current position until it runs, blocks or exits.
+    pub fn run_program(&mut self, t: TaskId, budget: &mut u32) -> Result<(), String> {
+        let cpu = self.tasks[t].cpu;
+        if self.rqs[cpu].curr != Some(t) || self.tasks[t].burst.is_some() {
+            return Ok(());
+        }
+        loop {
+            if self.rqs[cpu].curr != Some(t) {
+                return Ok(());
+            }
+            if *budget == 0 {
+                return Err(format!(
+                    "task '{}' executed {} operations at t={} ns without running or blocking: its program needs a run, sleep or blocking op in every loop",
+                    self.tasks[t].comm,
+                    crate::engine::MAX_INSTANT_OPS,
+                    self.now
+                ));
+            }
+            *budget -= 1;
+            if self.tasks[t].pending_overhead > 0.0 {
+                let c = std::mem::take(&mut self.tasks[t].pending_overhead);
+                self.start_burst(
+                    t,
+                    cpu,
+                    Burst {
+                        cycles: c,
+                        stall_ns: 0.0,
+                        overhead: true,
+                    },
+                );
+                return Ok(());
+            }
+            if !self.step_op(t, cpu)? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn start_burst(&mut self, t: TaskId, cpu: usize, b: Burst) {
+        self.sync_cpu(cpu);
+        self.tasks[t].burst = Some(b);
+        self.force_rearm(cpu);
+    }
+
+    /// Execute one op. Returns true if the task continues at this instant.
+    fn step_op(&mut self, t: TaskId, cpu: usize) -> Result<bool, String> {
+        use crate::workload::program::Op;
+        let prog = self.tasks[t].program;
+        let pc = self.tasks[t].pc;
+        let Some(op) = self.compiled.programs[prog].ops.get(pc).cloned() else {
+            self.do_exit(t, cpu);
+            return Ok(false);
+        };
+        match op {
+            Op::Run { cycles, stall_ns } => {
+                self.tasks[t].pc += 1;
+                if cycles > 0.0 || stall_ns > 0.0 {
+                    self.start_burst(
+                        t,
+                        cpu,
+                        Burst {
+                            cycles,
+                            stall_ns,
+                            overhead: false,
+                        },
+                    );
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Op::RunFor { ns } => {
+                self.tasks[t].pc += 1;
+                if ns > 0 {
+                    self.start_burst(
+                        t,
+                        cpu,
+                        Burst {
+                            cycles: 0.0,
+                            stall_ns: ns as f64,
+                            overhead: false,
+                        },
+                    );
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Op::Sleep { ns } => {
+                self.tasks[t].pc += 1;
+                self.sleep_until(t, cpu, self.now + ns, TaskState::Sleeping);
+                Ok(false)
+            }
+            Op::Io { ns } => {
+                self.tasks[t].pc += 1;
+                self.sleep_until(t, cpu, self.now + ns, TaskState::IoWait);
+                Ok(false)
+            }
+            Op::Timer { period_ns } => {
+                self.tasks[t].pc += 1;
+                let base = self.tasks[t]
+                    .timer_next
+                    .unwrap_or(self.tasks[t].stats.start_ns);
+                let mut next = base + period_ns;
+                if next < self.now {
+                    // rt-app's relative mode: when late, re-base on now
+                    next = self.now;
+                }
+                self.tasks[t].timer_next = Some(next);
+                if next <= self.now {
+                    return Ok(true);
+                }
+                self.sleep_until(t, cpu, next, TaskState::Sleeping);
+                Ok(false)
+            }
+            Op::Send { chan } => {
+                let ch = &mut self.chans[chan];
+                if ch.count < ch.capacity {
+                    ch.count += 1;
+                    self.tasks[t].pc += 1;
+                    if let Some(r) = self.chans[chan].receivers.pop_front() {
+                        self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
+                    }
+                    Ok(true)
+                } else {
+                    ch.senders.push_back(t);
+                    self.block_task(t, cpu, TaskState::Sleeping);
+                    Ok(false)
+                }
+            }
+            Op::Recv { chan } => {
+                let ch = &mut self.chans[chan];
+                if ch.count > 0 {
+                    ch.count -= 1;
+                    self.tasks[t].pc += 1;
+                    if let Some(s) = self.chans[chan].senders.pop_front() {
+                        self.try_to_wake_up(s, cpu, WakeFlags::default());
+                    }
+                    Ok(true)
+                } else {
+                    ch.receivers.push_back(t);
+                    self.block_task(t, cpu, TaskState::Sleeping);
+                    Ok(false)
+                }
+            }
+            Op::Fork { program } => {
+                self.tasks[t].pc += 1;
+                let child = self.create_task(program, Some(t), 0);
+                self.stats.forks += 1;
+                let ct = self.topo.cpus[cpu].core_type;
+                self.tasks[t].pending_overhead += self.costs[ct].fork;
+                if self.trace.is_some() {
+                    let parent = self.trace_ref(Some(t));
+                    let c = self.trace_ref(Some(child));
+                    self.trace_event(cpu, Payload::Fork { parent, child: c });
+                }
+                self.wake_up_new_task(child, cpu);
+                Ok(true)
+            }
+            Op::Exec { comm } => {
+                self.tasks[t].pc += 1;
+                self.tasks[t].comm = comm;
+                self.stats.execs += 1;
+                let ct = self.topo.cpus[cpu].core_type;
+                self.tasks[t].pending_overhead += self.costs[ct].exec;
+                Ok(!self.sched_exec(t, cpu))
+            }
+            Op::Wait => {
+                let task = &mut self.tasks[t];
+                if task.exited_children > 0 {
+                    task.exited_children -= 1;
+                    task.pc += 1;
+                    Ok(true)
+                } else if task.live_children == 0 {
+                    task.pc += 1;
+                    Ok(true)
+                } else {
+                    task.waiting_for_child = true;
+                    task.pc += 1;
+                    self.block_task(t, cpu, TaskState::Sleeping);
+                    Ok(false)
+                }
+            }
+            Op::Exit => {
+                self.do_exit(t, cpu);
+                Ok(false)
+            }
+            Op::LoopBegin { count, end } => {
+                let task = &mut self.tasks[t];
+                if count == 0 {
+                    task.pc = end + 1;
+                } else {
+                    task.loops.push(super::task::LoopFrame {
+                        start_pc: pc + 1,
+                        remaining: count,
+                    });
+                    task.pc += 1;
+                }
+                Ok(true)
+            }
+            Op::LoopEnd { .. } => {
+                let task = &mut self.tasks[t];
+                let frame = task.loops.last_mut().expect("loop frame");
+                if frame.remaining < 0 {
+                    task.pc = frame.start_pc;
+                } else {
+                    frame.remaining -= 1;
+                    if frame.remaining > 0 {
+                        task.pc = frame.start_pc;
+                    } else {
+                        task.loops.pop();
+                        task.pc += 1;
+                    }
+                }
+                Ok(true)
+            }
+            Op::Mark { id } => {
+                self.tasks[t].pc += 1;
+                self.mark(t, id);
+                Ok(true)
+            }
+        }
+    }
+
+    fn sleep_until(&mut self, t: TaskId, cpu: usize, at: Time, state: TaskState) {
+        self.arm_task_timer(t, cpu, at);
+        self.block_task(t, cpu, state);
+    }
+
+    /// `sched_exec()`: exec balancing may move the running task to another CPU. Returns true
+    /// if it moved.
+    fn sched_exec(&mut self, t: TaskId, cpu: usize) -> bool {
+        let dest = self.select_task_rq_fair(t, cpu, SdFlag::Exec, WakeFlags::default(), cpu);
+        if dest == cpu {
+            return false;
+        }
+        // migration_cpu_stop: the stopper preempts the task and pushes it to dest
+        self.rqs[cpu].migrate_curr_to = Some(dest);
+        self.queue_schedule(cpu);
+        true
+    }
+
+    /// Whether `cpu` is idle for balancing purposes.
+    pub fn idle_type(&self, cpu: usize) -> IdleType {
+        if self.idle_cpu(cpu) {
+            IdleType::Idle
+        } else {
+            IdleType::NotIdle
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The scheduler: tasks, runqueues, the fair class (CFS and EEVDF flavours) with PELT, wakeup
+//! placement, load balancing over scheduling domains (spec/kernel.md §1, §8).
+pub mod balance;
+pub mod core;
+pub mod domain;
+pub mod fair;
+pub mod pelt;
+pub mod rq;
+pub mod select;
+pub mod task;
+
+use crate::sim::profile::KernelProfile;
+use std::collections::BTreeMap;
+
+/// Scheduler tunables in the kernel's names, already scaled by `get_update_sysctl_factor()`.
+#[derive(Clone, Debug)]
+pub struct Tunables {
+    pub sched_latency_ns: u64,
+    pub sched_min_granularity_ns: u64,
+    pub sched_wakeup_granularity_ns: u64,
+    pub sched_nr_latency: u64,
+    pub sched_base_slice_ns: u64,
+    pub sched_migration_cost_ns: i64,
+    pub sched_nr_migrate: u32,
+}
+
+const TUNABLE_NAMES: &[&str] = &[
+    "sched_latency_ns",
+    "sched_min_granularity_ns",
+    "sched_wakeup_granularity_ns",
+    "sched_base_slice_ns",
+    "sched_migration_cost_ns",
+    "sched_nr_migrate",
+    "sched_tunable_scaling",
+];
+
+impl Tunables {
+    /// Defaults of the profile on `nr_cpus` CPUs, then user overrides. Keys that belong to
+    /// other subsystems (containing a '.') are left to them.
+    pub fn new(
+        prof: &KernelProfile,
+        nr_cpus: usize,
+        overrides: &BTreeMap<String, serde_json::Value>,
+    ) -> Result<Self, String> {
+        let mut scaling = 1u64;
+        for (k, v) in overrides {
+            if k.contains('.') {
+                continue;
+            }
+            if !TUNABLE_NAMES.contains(&k.as_str()) {
+                return Err(format!(
+                    "unknown tunable '{k}'; known scheduler tunables: {}",
+                    TUNABLE_NAMES.join(", ")
+                ));
+            }
+            if k == "sched_tunable_scaling" {
+                scaling = int_value(k, v, 0, 2)? as u64;
+            }
+        }
+        let cpus = nr_cpus.min(8) as u64;
+        let factor = match scaling {
+            0 => 1,
+            2 => cpus,
+            _ => 1 + (63 - cpus.leading_zeros() as u64),
+        };
+        let mut t = Tunables {
+            sched_latency_ns: 6_000_000 * factor,
+            sched_min_granularity_ns: 750_000 * factor,
+            sched_wakeup_granularity_ns: 1_000_000 * factor,
+            sched_nr_latency: 8,
+            sched_base_slice_ns: prof.base_slice_ns * factor,
+            sched_migration_cost_ns: 500_000,
+            sched_nr_migrate: 32,
+        };
+        for (k, v) in overrides {
+            match k.as_str() {
+                "sched_latency_ns" => {
+                    t.sched_latency_ns = int_value(k, v, 100_000, 1_000_000_000)? as u64
+                }
+                "sched_min_granularity_ns" => {
+                    t.sched_min_granularity_ns = int_value(k, v, 100_000, 1_000_000_000)? as u64
+                }
+                "sched_wakeup_granularity_ns" => {
+                    t.sched_wakeup_granularity_ns = int_value(k, v, 0, 1_000_000_000)? as u64
+                }
+                "sched_base_slice_ns" => {
+                    t.sched_base_slice_ns = int_value(k, v, 100_000, 100_000_000)? as u64
+                }
+                "sched_migration_cost_ns" => {
+                    t.sched_migration_cost_ns = int_value(k, v, -1, 1_000_000_000)?
+                }
+                "sched_nr_migrate" => t.sched_nr_migrate = int_value(k, v, 1, 1_000_000)? as u32,
+                _ => {}
+            }
+        }
+        if overrides.contains_key("sched_latency_ns")
+            || overrides.contains_key("sched_min_granularity_ns")
+        {
+            t.sched_nr_latency = t.sched_latency_ns.div_ceil(t.sched_min_granularity_ns);
+        }
+        Ok(t)
+    }
+}
+
+fn int_value(key: &str, v: &serde_json::Value, lo: i64, hi: i64) -> Result<i64, String> {
+    let n = v
+        .as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        .ok_or_else(|| format!("tunable {key} = {v}: expected an integer in {lo}..={hi}"))?;
+    if n < lo || n > hi {
+        return Err(format!("tunable {key} = {n}: allowed range {lo}..={hi}"));
+    }
+    Ok(n)
+}

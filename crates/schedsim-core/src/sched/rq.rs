@@ -1,0 +1,124 @@
+//! `struct rq` and `struct cfs_rq`: per-CPU runqueues (spec/kernel.md §8).
+
+use super::pelt::{RemovedAvg, SchedAvg};
+use super::task::TaskId;
+use crate::sim::event::EventHandle;
+use crate::sim::time::Time;
+
+/// The fair runqueue of one CPU (the root cfs_rq; task groups come with cgroups).
+#[derive(Clone, Debug, Default)]
+pub struct CfsRq {
+    /// Queued entities other than `curr` (the kernel's rbtree), unordered; picks scan it.
+    pub queued: Vec<TaskId>,
+    pub curr: Option<TaskId>,
+    /// Σ weight of the entities on this cfs_rq, `curr` included (`cfs_rq->load.weight`).
+    pub load_weight: u64,
+    /// Entities on the cfs_rq, `curr` included.
+    pub nr_running: u32,
+    pub min_vruntime: u64,
+    pub avg: SchedAvg,
+    pub removed: RemovedAvg,
+    /// Σ `_task_util_est` of the enqueued tasks.
+    pub util_est: u64,
+    pub last_buddy: Option<TaskId>,
+    pub next_buddy: Option<TaskId>,
+}
+
+/// Why a CPU is balancing (`enum cpu_idle_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    NotIdle,
+    Idle,
+    NewlyIdle,
+}
+
+/// Per-CPU runqueue.
+#[derive(Clone, Debug)]
+pub struct Rq {
+    pub cpu: usize,
+    /// The running task; `None` = the idle task.
+    pub curr: Option<TaskId>,
+    pub cfs: CfsRq,
+    /// Tasks on this rq in `cfs_tasks` order: the back was picked or enqueued most recently.
+    pub cfs_tasks: Vec<TaskId>,
+    pub clock_task: Time,
+    pub clock_pelt: u64,
+    pub lost_idle_time: u64,
+    pub need_resched: bool,
+    /// Pending completion of the running burst, and the time its progress was last synced.
+    pub burst_ev: Option<EventHandle>,
+    pub burst_synced: Time,
+    /// Speed of the running burst (cycles/ns), as of `burst_synced`.
+    pub burst_rate: f64,
+    pub tick_ev: Option<EventHandle>,
+    /// Idle state entered (`None` while busy or waking up).
+    pub idle_state: Option<usize>,
+    pub idle_entered: Time,
+    /// The CPU is leaving an idle state (exit latency running).
+    pub waking: bool,
+    pub wake_ev: Option<EventHandle>,
+    /// `rq->next_balance`.
+    pub next_balance: Time,
+    /// `rq->avg_idle`, `rq->idle_stamp` (newidle balance).
+    pub avg_idle: u64,
+    pub idle_stamp: Time,
+    /// `rq->cpu_capacity` (capacity left for CFS).
+    pub cpu_capacity: u64,
+    pub has_blocked_load: bool,
+    /// The stopper will push the running task to this CPU at the next `schedule()` (active
+    /// balancing, exec balancing).
+    pub migrate_curr_to: Option<usize>,
+    /// Statistics.
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+    pub last_state_change: Time,
+    pub nr_switches: u64,
+    /// Time in each idle state (ns).
+    pub idle_state_ns: Vec<u64>,
+    pub idle_state_usage: Vec<u64>,
+}
+
+impl Rq {
+    pub fn new(cpu: usize, capacity: u64, nr_idle_states: usize) -> Self {
+        Rq {
+            cpu,
+            curr: None,
+            cfs: CfsRq::default(),
+            cfs_tasks: Vec::new(),
+            clock_task: 0,
+            clock_pelt: 0,
+            lost_idle_time: 0,
+            need_resched: false,
+            burst_ev: None,
+            burst_synced: 0,
+            burst_rate: 0.0,
+            tick_ev: None,
+            idle_state: None,
+            idle_entered: 0,
+            waking: false,
+            wake_ev: None,
+            next_balance: 0,
+            avg_idle: 2 * 500_000,
+            idle_stamp: 0,
+            cpu_capacity: capacity,
+            has_blocked_load: false,
+            migrate_curr_to: None,
+            busy_ns: 0,
+            idle_ns: 0,
+            last_state_change: 0,
+            nr_switches: 0,
+            idle_state_ns: vec![0; nr_idle_states],
+            idle_state_usage: vec![0; nr_idle_states],
+        }
+    }
+
+    /// `rq->nr_running` (fair class only for now).
+    pub fn nr_running(&self) -> u32 {
+        self.cfs.nr_running
+    }
+
+    /// `rq_clock_pelt()`.
+    pub fn clock_pelt(&self) -> u64 {
+        self.clock_pelt.saturating_sub(self.lost_idle_time)
+    }
+}

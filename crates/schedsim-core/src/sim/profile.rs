@@ -1,0 +1,321 @@
+//! The kernel profile: a kernel version selects the versioned behaviour of every mechanism
+//! (spec/kernel.md §11), and single features can be overridden by name like `SCHED_FEAT`
+//! toggles (`/sys/kernel/debug/sched/features`). Unknown names are errors.
+
+use std::collections::BTreeMap;
+
+use crate::config::KernelSpec;
+
+/// The fair class flavour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FairFlavor {
+    /// CFS: vruntime, sched_latency/min_granularity slices, check_preempt_tick (before v6.6).
+    Cfs,
+    /// EEVDF: lag, virtual deadlines, eligibility (v6.6 and later).
+    Eevdf,
+}
+
+/// Boolean scheduler features, named as in `kernel/sched/features.h`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedFeatures {
+    pub gentle_fair_sleepers: bool,
+    pub start_debit: bool,
+    pub last_buddy: bool,
+    pub next_buddy: bool,
+    pub cache_hot_buddy: bool,
+    pub wakeup_preemption: bool,
+    pub place_lag: bool,
+    pub place_deadline_initial: bool,
+    pub run_to_parity: bool,
+    pub util_est: bool,
+    pub util_est_fastup: bool,
+    pub wa_idle: bool,
+    pub wa_weight: bool,
+    pub wa_bias: bool,
+    pub sis_util: bool,
+    pub attach_age_load: bool,
+    pub lb_min: bool,
+    pub alt_period: bool,
+    pub base_slice: bool,
+}
+
+/// Everything version-dependent that the model consults.
+#[derive(Clone, Debug)]
+pub struct KernelProfile {
+    pub version: (u32, u32),
+    pub hz: u32,
+    pub fair: FairFlavor,
+    pub feat: SchedFeatures,
+    /// util_est v1 (enqueued + ewma, v4.17–v6.8) or v2 (single ewma, v6.9+).
+    pub util_est_v2: bool,
+    /// PELT's second signal: weighted runnable_load (v5.1–v5.6) or count-based runnable (v5.7+).
+    pub pelt_runnable_weighted: bool,
+    /// schedutil/LB use max(util, runnable) ("runnable boosting", v6.5+).
+    pub runnable_boost: bool,
+    /// EEVDF base slice, unscaled (0.75 ms; 0.70 ms from v6.15).
+    pub base_slice_ns: u64,
+    /// Load-balance busy_factor (32 before v5.10, then 16).
+    pub busy_factor: u32,
+    /// imbalance_pct above the LLC (125 before v5.10, then 117).
+    pub imbalance_pct_pkg: u32,
+}
+
+fn parse_version(s: &str) -> Result<(u32, u32), String> {
+    let mut it = s.trim().trim_start_matches('v').split('.');
+    let major = it.next().and_then(|x| x.parse().ok());
+    let minor = it.next().and_then(|x| x.parse().ok()).or(Some(0));
+    match (major, minor) {
+        (Some(a), Some(b)) if (4..=7).contains(&a) => Ok((a, b)),
+        _ => Err(format!(
+            "kernel.version = '{s}': expected MAJOR.MINOR between 4.x and 7.x, e.g. '5.2' or '6.12'"
+        )),
+    }
+}
+
+const BOOL_FEATURES: &[&str] = &[
+    "GENTLE_FAIR_SLEEPERS",
+    "START_DEBIT",
+    "LAST_BUDDY",
+    "NEXT_BUDDY",
+    "CACHE_HOT_BUDDY",
+    "WAKEUP_PREEMPTION",
+    "PLACE_LAG",
+    "PLACE_DEADLINE_INITIAL",
+    "RUN_TO_PARITY",
+    "UTIL_EST",
+    "UTIL_EST_FASTUP",
+    "WA_IDLE",
+    "WA_WEIGHT",
+    "WA_BIAS",
+    "SIS_UTIL",
+    "ATTACH_AGE_LOAD",
+    "LB_MIN",
+    "ALT_PERIOD",
+    "BASE_SLICE",
+    "RUNNABLE_BOOST",
+];
+
+/// Non-boolean features: name and allowed values.
+const ENUM_FEATURES: &[(&str, &[&str])] = &[("fair", &["cfs", "eevdf"])];
+
+impl KernelProfile {
+    pub fn from_spec(spec: &KernelSpec) -> Result<Self, String> {
+        let version = parse_version(&spec.version)?;
+        let at_least = |a: u32, b: u32| version >= (a, b);
+        let eevdf = at_least(6, 6);
+        let feat = SchedFeatures {
+            gentle_fair_sleepers: true,
+            start_debit: true,
+            last_buddy: true,
+            next_buddy: false,
+            cache_hot_buddy: true,
+            wakeup_preemption: true,
+            place_lag: true,
+            place_deadline_initial: true,
+            run_to_parity: true,
+            util_est: at_least(4, 17),
+            util_est_fastup: at_least(5, 0) && !at_least(6, 9),
+            wa_idle: true,
+            wa_weight: true,
+            wa_bias: true,
+            sis_util: at_least(6, 0),
+            attach_age_load: true,
+            lb_min: false,
+            alt_period: at_least(5, 13) && !eevdf,
+            base_slice: at_least(5, 13) && !eevdf,
+        };
+        let mut p = KernelProfile {
+            version,
+            hz: spec.hz,
+            fair: if eevdf {
+                FairFlavor::Eevdf
+            } else {
+                FairFlavor::Cfs
+            },
+            feat,
+            util_est_v2: at_least(6, 9),
+            pelt_runnable_weighted: !at_least(5, 7),
+            runnable_boost: at_least(6, 5),
+            base_slice_ns: if at_least(6, 15) { 700_000 } else { 750_000 },
+            busy_factor: if at_least(5, 10) { 16 } else { 32 },
+            imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
+        };
+        for (name, value) in &spec.features {
+            p.set_feature(name, value)?;
+        }
+        Ok(p)
+    }
+
+    fn set_feature(&mut self, name: &str, value: &serde_json::Value) -> Result<(), String> {
+        if let Some((key, allowed)) = ENUM_FEATURES.iter().find(|(k, _)| *k == name) {
+            let v = value.as_str().unwrap_or_default();
+            if !allowed.contains(&v) {
+                return Err(format!(
+                    "features.{key} = {value}: allowed values are {}",
+                    allowed.join(", ")
+                ));
+            }
+            if *key == "fair" {
+                self.fair = if v == "cfs" {
+                    FairFlavor::Cfs
+                } else {
+                    FairFlavor::Eevdf
+                };
+            }
+            return Ok(());
+        }
+        let upper = name.to_ascii_uppercase();
+        let Some(&canon) = BOOL_FEATURES.iter().find(|f| **f == upper) else {
+            let mut all: Vec<String> = BOOL_FEATURES.iter().map(|s| s.to_string()).collect();
+            all.extend(ENUM_FEATURES.iter().map(|(k, _)| k.to_string()));
+            return Err(format!(
+                "unknown scheduler feature '{name}'; known features: {}",
+                all.join(", ")
+            ));
+        };
+        let on = match value {
+            serde_json::Value::Bool(b) => *b,
+            serde_json::Value::Number(n) if n.as_u64() == Some(0) || n.as_u64() == Some(1) => {
+                n.as_u64() == Some(1)
+            }
+            _ => {
+                return Err(format!(
+                    "features.{canon} = {value}: allowed values are true/false (or 1/0)"
+                ))
+            }
+        };
+        let f = &mut self.feat;
+        match canon {
+            "GENTLE_FAIR_SLEEPERS" => f.gentle_fair_sleepers = on,
+            "START_DEBIT" => f.start_debit = on,
+            "LAST_BUDDY" => f.last_buddy = on,
+            "NEXT_BUDDY" => f.next_buddy = on,
+            "CACHE_HOT_BUDDY" => f.cache_hot_buddy = on,
+            "WAKEUP_PREEMPTION" => f.wakeup_preemption = on,
+            "PLACE_LAG" => f.place_lag = on,
+            "PLACE_DEADLINE_INITIAL" => f.place_deadline_initial = on,
+            "RUN_TO_PARITY" => f.run_to_parity = on,
+            "UTIL_EST" => f.util_est = on,
+            "UTIL_EST_FASTUP" => f.util_est_fastup = on,
+            "WA_IDLE" => f.wa_idle = on,
+            "WA_WEIGHT" => f.wa_weight = on,
+            "WA_BIAS" => f.wa_bias = on,
+            "SIS_UTIL" => f.sis_util = on,
+            "ATTACH_AGE_LOAD" => f.attach_age_load = on,
+            "LB_MIN" => f.lb_min = on,
+            "ALT_PERIOD" => f.alt_period = on,
+            "BASE_SLICE" => f.base_slice = on,
+            "RUNNABLE_BOOST" => self.runnable_boost = on,
+            _ => unreachable!("every BOOL_FEATURES entry is matched"),
+        }
+        Ok(())
+    }
+
+    pub fn at_least(&self, major: u32, minor: u32) -> bool {
+        self.version >= (major, minor)
+    }
+
+    /// Jiffy length in ns.
+    pub fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.hz as u64
+    }
+
+    /// A short description for results: `6.12 (EEVDF)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}.{} ({})",
+            self.version.0,
+            self.version.1,
+            match self.fair {
+                FairFlavor::Cfs => "CFS",
+                FairFlavor::Eevdf => "EEVDF",
+            }
+        )
+    }
+
+    /// Feature values as `NAME -> value` for reports.
+    pub fn features_map(&self) -> BTreeMap<String, bool> {
+        let f = &self.feat;
+        [
+            ("GENTLE_FAIR_SLEEPERS", f.gentle_fair_sleepers),
+            ("START_DEBIT", f.start_debit),
+            ("LAST_BUDDY", f.last_buddy),
+            ("NEXT_BUDDY", f.next_buddy),
+            ("CACHE_HOT_BUDDY", f.cache_hot_buddy),
+            ("WAKEUP_PREEMPTION", f.wakeup_preemption),
+            ("PLACE_LAG", f.place_lag),
+            ("PLACE_DEADLINE_INITIAL", f.place_deadline_initial),
+            ("RUN_TO_PARITY", f.run_to_parity),
+            ("UTIL_EST", f.util_est),
+            ("UTIL_EST_FASTUP", f.util_est_fastup),
+            ("WA_IDLE", f.wa_idle),
+            ("WA_WEIGHT", f.wa_weight),
+            ("WA_BIAS", f.wa_bias),
+            ("SIS_UTIL", f.sis_util),
+            ("ATTACH_AGE_LOAD", f.attach_age_load),
+            ("LB_MIN", f.lb_min),
+            ("ALT_PERIOD", f.alt_period),
+            ("BASE_SLICE", f.base_slice),
+            ("RUNNABLE_BOOST", self.runnable_boost),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(v: &str) -> KernelSpec {
+        KernelSpec {
+            version: v.into(),
+            ..KernelSpec::default()
+        }
+    }
+
+    #[test]
+    fn versions_pick_the_fair_flavor() {
+        assert_eq!(
+            KernelProfile::from_spec(&spec("5.2")).unwrap().fair,
+            FairFlavor::Cfs
+        );
+        assert_eq!(
+            KernelProfile::from_spec(&spec("6.5")).unwrap().fair,
+            FairFlavor::Cfs
+        );
+        assert_eq!(
+            KernelProfile::from_spec(&spec("6.6")).unwrap().fair,
+            FairFlavor::Eevdf
+        );
+        assert_eq!(
+            KernelProfile::from_spec(&spec("6.12")).unwrap().fair,
+            FairFlavor::Eevdf
+        );
+        let p = KernelProfile::from_spec(&spec("6.15")).unwrap();
+        assert_eq!(p.base_slice_ns, 700_000);
+        assert!(p.util_est_v2);
+        let old = KernelProfile::from_spec(&spec("5.2")).unwrap();
+        assert!(old.pelt_runnable_weighted && !old.util_est_v2 && old.busy_factor == 32);
+    }
+
+    #[test]
+    fn feature_overrides_and_errors() {
+        let mut s = spec("6.12");
+        s.features
+            .insert("next_buddy".into(), serde_json::json!(true));
+        s.features.insert("fair".into(), serde_json::json!("cfs"));
+        let p = KernelProfile::from_spec(&s).unwrap();
+        assert!(p.feat.next_buddy);
+        assert_eq!(p.fair, FairFlavor::Cfs);
+        let mut bad = spec("6.12");
+        bad.features
+            .insert("NO_SUCH".into(), serde_json::json!(true));
+        let e = KernelProfile::from_spec(&bad).unwrap_err();
+        assert!(e.contains("NO_SUCH") && e.contains("PLACE_LAG"), "{e}");
+        assert!(KernelProfile::from_spec(&spec("banana"))
+            .unwrap_err()
+            .contains("banana"));
+    }
+}

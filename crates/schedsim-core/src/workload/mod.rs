@@ -1,0 +1,230 @@
+//! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
+//! that build them with their parameters and the metrics they report.
+pub mod periodic;
+pub mod program;
+pub mod spec;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::{MachineSpec, WorkloadSpec};
+use crate::engine::Sim;
+use crate::hw::topology::Topology;
+use program::{Compiled, Op};
+use spec::CustomWorkload;
+
+/// One parameter of a generator.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub default: serde_json::Value,
+    pub description: &'static str,
+}
+
+/// A generator as `schedsim workloads` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: Vec<ParamInfo>,
+    pub metrics: Vec<&'static str>,
+    pub primary: &'static str,
+    pub higher_is_better: bool,
+    pub open_ended: bool,
+}
+
+/// Every generator the core knows.
+pub fn registry() -> Vec<WorkloadInfo> {
+    vec![periodic::info(), custom_info()]
+}
+
+fn custom_info() -> WorkloadInfo {
+    WorkloadInfo {
+        name: "custom",
+        description:
+            "Explicit task programs and channels (the Python builder, `schedsim.Workload`).",
+        params: vec![],
+        metrics: vec!["elapsed_s", "marks_<NAME>"],
+        primary: "elapsed_s",
+        higher_is_better: false,
+        open_ended: false,
+    }
+}
+
+/// A workload instance.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    Periodic(periodic::Periodic),
+    Custom(CustomWorkload),
+}
+
+/// A metric set with its headline.
+pub struct Metrics {
+    pub values: BTreeMap<String, f64>,
+    pub primary: String,
+    pub higher_is_better: bool,
+}
+
+/// Read typed parameters, rejecting unknown names.
+pub struct Params<'a> {
+    workload: &'a str,
+    map: &'a BTreeMap<String, serde_json::Value>,
+    allowed: Vec<&'static str>,
+}
+
+impl<'a> Params<'a> {
+    pub fn new(
+        workload: &'a str,
+        map: &'a BTreeMap<String, serde_json::Value>,
+        info: &WorkloadInfo,
+    ) -> Result<Self, String> {
+        let allowed: Vec<&'static str> = info.params.iter().map(|p| p.name).collect();
+        for k in map.keys() {
+            if !allowed.contains(&k.as_str()) {
+                return Err(format!(
+                    "workload '{workload}': unknown parameter '{k}'; allowed: {}",
+                    allowed.join(", ")
+                ));
+            }
+        }
+        Ok(Params {
+            workload,
+            map,
+            allowed,
+        })
+    }
+
+    pub fn f64(&self, name: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+        debug_assert!(self.allowed.contains(&name));
+        let Some(v) = self.map.get(name) else {
+            return Ok(default);
+        };
+        let x = v
+            .as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .ok_or_else(|| {
+                format!(
+                    "workload '{}': parameter {name} = {v}: expected a number",
+                    self.workload
+                )
+            })?;
+        if !(lo..=hi).contains(&x) {
+            return Err(format!(
+                "workload '{}': parameter {name} = {x}: allowed range {lo}..={hi}",
+                self.workload
+            ));
+        }
+        Ok(x)
+    }
+
+    pub fn int(&self, name: &str, default: i64, lo: i64, hi: i64) -> Result<i64, String> {
+        let x = self.f64(name, default as f64, lo as f64, hi as f64)?;
+        if x.fract() != 0.0 {
+            return Err(format!(
+                "workload '{}': parameter {name} = {x}: expected an integer",
+                self.workload
+            ));
+        }
+        Ok(x as i64)
+    }
+}
+
+/// Work (cycles) that takes `ns` on the fastest CPU at its highest frequency: the reference
+/// rt-app calibrates `run` against.
+pub fn ref_cycles(machine: &MachineSpec, topo: &Topology, ns: f64) -> f64 {
+    let best = topo
+        .cpus
+        .iter()
+        .map(|c| {
+            machine.freq_domains[c.freq_domain]
+                .opps
+                .last()
+                .map(|o| o.khz)
+                .unwrap_or(0) as f64
+                * c.ipc_scale
+        })
+        .fold(0.0, f64::max);
+    ns * best * 1e-6
+}
+
+impl Workload {
+    pub fn from_spec(
+        spec: &WorkloadSpec,
+        machine: &MachineSpec,
+        topo: &Topology,
+    ) -> Result<Self, String> {
+        match spec.name.as_str() {
+            "periodic" => Ok(Workload::Periodic(periodic::Periodic::new(
+                &spec.params,
+                machine,
+                topo,
+            )?)),
+            "custom" => {
+                if !spec.params.is_empty() {
+                    return Err(
+                        "workload 'custom' takes no parameters (its tasks are in `custom`)".into(),
+                    );
+                }
+                spec.custom.clone().map(Workload::Custom).ok_or_else(|| {
+                    "workload 'custom' needs the `custom` field with tasks and channels".into()
+                })
+            }
+            other => Err(format!(
+                "unknown workload '{other}'; available: {}",
+                registry()
+                    .iter()
+                    .map(|w| w.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    pub fn compile(&self) -> Result<Compiled, String> {
+        match self {
+            Workload::Periodic(p) => program::compile(&p.build()),
+            Workload::Custom(c) => program::compile(c),
+        }
+    }
+
+    /// Whether some task loops forever (then a duration is required).
+    pub fn open_ended(&self, c: &Compiled) -> bool {
+        c.programs.iter().any(|p| {
+            p.ops
+                .iter()
+                .any(|op| matches!(op, Op::LoopBegin { count, .. } if *count < 0))
+        })
+    }
+
+    pub fn metrics(&self, sim: &Sim) -> Metrics {
+        match self {
+            Workload::Periodic(p) => p.metrics(sim),
+            Workload::Custom(_) => custom_metrics(sim),
+        }
+    }
+}
+
+fn custom_metrics(sim: &Sim) -> Metrics {
+    let mut values = BTreeMap::new();
+    let end = sim
+        .tasks
+        .iter()
+        .filter_map(|t| t.stats.exit_ns)
+        .max()
+        .unwrap_or(sim.now)
+        .max(if sim.live_tasks > 0 { sim.now } else { 0 });
+    values.insert("elapsed_s".into(), end as f64 * 1e-9);
+    let mut counts = vec![0u64; sim.compiled.marks.len()];
+    for &(_, _, id) in &sim.marks {
+        counts[id] += 1;
+    }
+    for (name, n) in sim.compiled.marks.iter().zip(counts) {
+        values.insert(format!("marks_{name}"), n as f64);
+    }
+    Metrics {
+        values,
+        primary: "elapsed_s".into(),
+        higher_is_better: false,
+    }
+}

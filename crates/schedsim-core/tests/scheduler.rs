@@ -1,0 +1,233 @@
+//! Scheduler behaviour against numbers derived independently of the code: the kernel's weight
+//! table, PELT closed forms, preemption and balancing rules.
+
+mod common;
+
+use common::*;
+use schedsim_core::sched::core::{SdFlag, WakeFlags};
+use serde_json::json;
+
+const KHZ: u64 = 1_000_000; // 1 GHz: 1 cycle per ns
+
+fn hog(name: &str, nice: i32, start_cpu: Option<usize>) -> serde_json::Value {
+    json!({"name": name, "nice": nice, "start_cpu": start_cpu,
+           "program": [{"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, KHZ)}]}]})
+}
+
+#[test]
+fn nice_weights_share_one_cpu_1024_to_335_in_both_flavours() {
+    for kernel in ["5.2", "6.12"] {
+        let w = custom(json!([hog("n0", 0, None), hog("n5", 5, None)]), json!([]));
+        let sim = run(config(smp(1, 1, KHZ, false), w, kernel, 3000.0));
+        let a = sim.tasks[0].stats.cpu_ns as f64;
+        let b = sim.tasks[1].stats.cpu_ns as f64;
+        let ratio = a / b;
+        let expect = 1024.0 / 335.0;
+        assert!(
+            (ratio / expect - 1.0).abs() < 0.03,
+            "kernel {kernel}: ratio {ratio:.3}, expected {expect:.3}"
+        );
+        assert!(
+            ((a + b) / sim.now as f64 - 1.0).abs() < 1e-3,
+            "the CPU is always busy"
+        );
+    }
+}
+
+#[test]
+fn periodic_task_util_settles_at_the_pelt_closed_form() {
+    // 8 ms every 16 ms on a 1024-capacity CPU at fixed frequency: the signal at the end of a
+    // run phase is 1024·(1 − y^r)/(1 − y^p), r and p in 1024-µs PELT periods.
+    let y: f64 = 0.5f64.powf(1.0 / 32.0);
+    let r = 8.0e6 / 1024.0 / 1024.0;
+    let p = 16.0e6 / 1024.0 / 1024.0;
+    let max = 1024.0 * (1.0 - y.powf(r)) / (1.0 - y.powf(p));
+    let min = max * y.powf(p - r);
+    for kernel in ["5.2", "6.12"] {
+        let w =
+            json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 16, "duty_pct": 50}});
+        // ends just after the 63rd activation's run completes (62·16 + 8 ms)
+        let sim = run(config(smp(1, 1, KHZ, false), w.clone(), kernel, 1000.001));
+        let u = sim.tasks[0].se.avg.util_avg as f64;
+        assert!(
+            (u / max - 1.0).abs() < 0.02,
+            "kernel {kernel}: util at end of run {u}, closed form {max:.1}"
+        );
+        // and just before the 64th activation: fully decayed through the sleep
+        let sim = run(config(smp(1, 1, KHZ, false), w, kernel, 1008.0 - 0.001));
+        let cfs = sim.rqs[0].cfs.avg.util_avg as f64;
+        assert!(
+            cfs <= max * 1.02 && cfs >= min * 0.95,
+            "kernel {kernel}: rq util {cfs}, range {min:.1}..{max:.1}"
+        );
+    }
+}
+
+#[test]
+fn a_waking_task_preempts_a_hog_unless_wakeup_preemption_is_off() {
+    let sleeper = json!({"name": "sleeper", "program": [{"op": "loop", "count": -1, "body": [
+        {"op": "sleep", "ns": 10_000_000}, {"op": "run", "cycles": cycles(0.1, KHZ)}]}]});
+    for kernel in ["5.2", "6.12"] {
+        let w = custom(json!([hog("hog", 0, None), sleeper.clone()]), json!([]));
+        let sim = run(config(smp(1, 1, KHZ, false), w.clone(), kernel, 1000.0));
+        let s = &sim.tasks[1].stats;
+        let mean_us = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64 / 1e3;
+        assert!(
+            s.wakeup_latency_count > 80,
+            "{kernel}: wakeups {}",
+            s.wakeup_latency_count
+        );
+        // EEVDF places a sleeper that overran its share behind V (negative lag): it may wait
+        // for the next tick before it is eligible, so allow more than the CFS sleeper credit.
+        assert!(
+            mean_us < 200.0,
+            "{kernel}: mean wakeup latency {mean_us:.1} us"
+        );
+        // NO_WAKEUP_PREEMPTION: the sleeper waits for the tick-driven reschedule
+        let mut cfg = config(smp(1, 1, KHZ, false), w, kernel, 1000.0);
+        cfg.kernel
+            .features
+            .insert("WAKEUP_PREEMPTION".into(), json!(false));
+        let sim = run(cfg);
+        let s = &sim.tasks[1].stats;
+        let slow_us = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64 / 1e3;
+        assert!(
+            slow_us > 500.0 && slow_us > 10.0 * mean_us,
+            "{kernel}: without wakeup preemption latency {slow_us:.1} us"
+        );
+    }
+}
+
+#[test]
+fn load_balancing_spreads_cpu_bound_tasks_to_idle_cpus() {
+    for kernel in ["5.2", "6.12"] {
+        let tasks: Vec<_> = (0..4)
+            .map(|i| hog(&format!("hog{i}"), 0, Some(0)))
+            .collect();
+        let sim = run(config(
+            smp(4, 1, KHZ, false),
+            custom(json!(tasks), json!([])),
+            kernel,
+            500.0,
+        ));
+        let mut cpus: Vec<usize> = sim.tasks.iter().map(|t| t.cpu).collect();
+        cpus.sort();
+        assert_eq!(cpus, vec![0, 1, 2, 3], "{kernel}: final placement");
+        for c in 1..4 {
+            let busy = sim.rqs[c].busy_ns as f64 / sim.now as f64;
+            assert!(busy > 0.9, "{kernel}: cpu{c} busy {busy:.2}");
+        }
+        assert!(sim.stats.migrations >= 3);
+    }
+}
+
+#[test]
+fn a_waking_task_goes_to_an_idle_core_before_an_idle_smt_sibling() {
+    // 2 cores × 2 threads: core 0 = {0, 2}, core 1 = {1, 3}. A hog is pinned on cpu0.
+    let probe = json!({"name": "probe", "start_cpu": 0, "program": [{"op": "sleep", "ns": 5_000_000_000u64}]});
+    let pinned = json!({"name": "hog", "cpus": [0], "start_cpu": 0, "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, KHZ)}]}]});
+    let w = custom(json!([pinned, probe]), json!([]));
+    let mut sim = run(config(smp(2, 2, KHZ, false), w, "6.12", 20.0));
+    let probe = 1;
+    // a wakeup with prev = cpu0 (busy), from cpu0, with no recently used CPU to fall back on
+    sim.tasks[probe].recent_used_cpu = 0;
+    let cpu = sim.select_task_rq_fair(probe, 0, SdFlag::Wake, WakeFlags::default(), 0);
+    assert!(
+        cpu == 1 || cpu == 3,
+        "picked cpu{cpu}, expected a CPU of the idle core 1"
+    );
+}
+
+#[test]
+fn fork_wait_exit_chain_runs_serially() {
+    let child = json!({"name": "child", "start": false, "program": [{"op": "run", "cycles": cycles(2.0, KHZ)}, {"op": "exit"}]});
+    let parent = json!({"name": "shell", "program": [
+        {"op": "loop", "count": 5, "body": [{"op": "fork", "task": "child"}, {"op": "wait"}]}]});
+    let w = custom(json!([parent, child]), json!([]));
+    let sim = run(config(smp(4, 1, KHZ, false), w, "6.12", 0.0));
+    assert_eq!(sim.tasks.len(), 6);
+    assert_eq!(sim.stats.forks, 5);
+    // five 2 ms children one after another; each hand-over may wake a CPU out of C6 (85 µs)
+    let end = sim
+        .tasks
+        .iter()
+        .filter_map(|t| t.stats.exit_ns)
+        .max()
+        .unwrap();
+    assert!(
+        (10_000_000..=10_000_000 + 5 * 2 * 85_000 + 5 * 20_000).contains(&end),
+        "elapsed {end} ns"
+    );
+    for w in sim.tasks[1..].windows(2) {
+        assert!(
+            w[1].stats.start_ns >= w[0].stats.exit_ns.unwrap(),
+            "children overlap"
+        );
+    }
+}
+
+#[test]
+fn pingpong_over_channels_alternates() {
+    let a = json!({"name": "ping", "program": [{"op": "loop", "count": 100, "body": [
+        {"op": "run", "cycles": 10000.0}, {"op": "send", "chan": "a2b"}, {"op": "recv", "chan": "b2a"}]}]});
+    let b = json!({"name": "pong", "program": [{"op": "loop", "count": 100, "body": [
+        {"op": "recv", "chan": "a2b"}, {"op": "run", "cycles": 10000.0}, {"op": "send", "chan": "b2a"}]}]});
+    let w = custom(
+        json!([a, b]),
+        json!([{"name": "a2b", "capacity": 1}, {"name": "b2a", "capacity": 1}]),
+    );
+    let sim = run(config(smp(2, 1, KHZ, true), w, "6.12", 0.0));
+    assert_eq!(sim.live_tasks, 0);
+    assert!(sim.tasks[1].stats.nr_wakeups >= 99);
+    // 200 bursts of 10 µs serialised, plus kernel work: at least 2 ms
+    assert!(sim.now >= 2_000_000, "elapsed {}", sim.now);
+}
+
+#[test]
+fn same_seed_gives_identical_results_and_traces() {
+    let w = json!({"name": "periodic", "params": {"tasks": 6, "period_ms": 10, "duty_pct": 35}});
+    let mk = || {
+        let mut c = config(smp(2, 2, KHZ, true), w.clone(), "6.12", 300.0);
+        c.trace = true;
+        c.sample_interval_ns = 50_000_000;
+        c
+    };
+    let a = run(mk());
+    let b = run(mk());
+    assert_eq!(stable_json(&a), stable_json(&b));
+    assert!(stable_json(&a).contains("sched_switch"));
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let err = |cfg| schedsim_core::Sim::new(cfg).err().expect("error");
+    let m = smp(1, 1, KHZ, false);
+    let e = err(config(m.clone(), json!({"name": "nope"}), "6.12", 10.0));
+    assert!(
+        e.contains("unknown workload 'nope'") && e.contains("periodic"),
+        "{e}"
+    );
+    let e = err(config(
+        m.clone(),
+        json!({"name": "periodic", "params": {"taskz": 1}}),
+        "6.12",
+        10.0,
+    ));
+    assert!(e.contains("taskz") && e.contains("period_ms"), "{e}");
+    let e = err(config(
+        m.clone(),
+        json!({"name": "periodic", "params": {"duty_pct": 300}}),
+        "6.12",
+        10.0,
+    ));
+    assert!(e.contains("duty_pct") && e.contains("0..=100"), "{e}");
+    let e = err(config(m.clone(), json!({"name": "periodic"}), "6.12", 0.0));
+    assert!(e.contains("duration"), "{e}");
+    let mut c = config(m.clone(), json!({"name": "periodic"}), "6.12", 10.0);
+    c.cpufreq.governor = "turbo".into();
+    assert!(err(c).contains("allowed governors"));
+    let mut c = config(m, json!({"name": "periodic"}), "6.12", 10.0);
+    c.tunables.insert("sched_foo".into(), json!(1));
+    assert!(err(c).contains("sched_migration_cost_ns"));
+}

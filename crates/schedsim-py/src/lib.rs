@@ -1,0 +1,32 @@
+//! `schedsim._core`: the thin PyO3 binding of schedsim-core. It converts, calls and converts
+//! back; the simulation runs with the GIL released.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Run one simulation from a JSON configuration; returns the result JSON.
+#[pyfunction]
+fn run(py: Python<'_>, config_json: String) -> PyResult<String> {
+    py.detach(|| schedsim_core::run_json(&config_json))
+        .map_err(PyValueError::new_err)
+}
+
+/// The workload generators and their parameters, as JSON.
+#[pyfunction]
+fn workloads() -> String {
+    schedsim_core::workloads_json()
+}
+
+/// The core's version.
+#[pyfunction]
+fn version() -> &'static str {
+    schedsim_core::version()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
