@@ -297,13 +297,12 @@ impl Sim {
         let total_load: u64 = stats.iter().map(|s| s.load).sum();
         let total_cap: u64 = stats.iter().map(|s| s.group_capacity).sum();
         let sds_avg = total_load * 1024 / total_cap.max(1);
-        if local.group_type == GroupType::Overloaded {
-            if local.avg_load >= b.avg_load
+        if local.group_type == GroupType::Overloaded
+            && (local.avg_load >= b.avg_load
                 || local.avg_load >= sds_avg
-                || 100 * b.avg_load <= pct as u64 * local.avg_load
-            {
-                return None;
-            }
+                || 100 * b.avg_load <= pct as u64 * local.avg_load)
+        {
+            return None;
         }
         let force_sibling = prefer_sibling
             && local.group_type == GroupType::HasSpare
@@ -342,12 +341,13 @@ impl Sim {
             } else {
                 ((local.idle_cpus as i64 - b.idle_cpus as i64).max(0)) >> 1
             };
-            if numa && local.nr_running + 1 <= 2 && b.nr_running <= 2 {
-                // adjust_numa_imbalance(): a small imbalance may stay across nodes
-                imb = 0;
-            }
-            if imb == 0 && b.nr_running > local.nr_running + 1 {
-                imb = 1;
+            if numa {
+                // adjust_numa_imbalance(): with a lightly loaded destination node, a small
+                // imbalance (a pair of communicating tasks) stays local
+                let dst_running = local.nr_running + 1;
+                if dst_running < local.group_weight / 4 && imb <= 2 {
+                    imb = 0;
+                }
             }
             return (imb > 0).then_some(Imbalance {
                 group: bi,

@@ -405,10 +405,8 @@ impl Sim {
             }
         }
         let mut next = self.pick_next_task_fair(cpu);
-        if next.is_none() {
-            if self.newidle_balance(cpu) {
-                next = self.pick_next_task_fair(cpu);
-            }
+        if next.is_none() && self.newidle_balance(cpu) {
+            next = self.pick_next_task_fair(cpu);
         }
         if next == prev {
             if next.is_some() {

@@ -1,0 +1,53 @@
+# schedsim developer loop. `make demo` and `make test` work on a fresh machine with Rust and
+# Python 3.11: the virtualenv, the release-built extension and the CLI are made on the way.
+
+PYTHON ?= python3
+VENV   := .venv
+VBIN   := $(VENV)/bin
+STAMP  := $(VENV)/.deps-stamp
+
+# The demo: one `schedsim run` printing the human summary. Change it here.
+DEMO_ARGS := run --machine skylake-8x --workload periodic:tasks=6,period_ms=16,duty_pct=40 \
+	--kernel 5.2 --duration 2s
+
+.PHONY: venv build test lint fmt bench demo clean distclean
+
+venv: $(STAMP)
+
+# Idempotent: redone only when pyproject.toml (the list of dependencies) changes.
+$(STAMP): pyproject.toml scripts/pydeps.py
+	$(PYTHON) -m venv $(VENV)
+	$(VBIN)/python scripts/pydeps.py dev > $(VENV)/requirements-dev.txt
+	$(VBIN)/python -m pip install --quiet --disable-pip-version-check -r $(VENV)/requirements-dev.txt
+	touch $@
+
+build: venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VBIN)/maturin develop --release
+
+test: build
+	cargo test --workspace --exclude schedsim-py
+	$(VBIN)/pytest -q tests
+
+lint: venv
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VBIN)/ruff check python tests scripts
+	$(VBIN)/ruff format --check python tests scripts
+
+fmt: venv
+	cargo fmt --all
+	$(VBIN)/ruff check --fix python tests scripts
+	$(VBIN)/ruff format python tests scripts
+
+bench: build
+	$(VBIN)/schedsim bench
+
+demo: build
+	$(VBIN)/schedsim $(DEMO_ARGS)
+
+clean:
+	rm -rf target python/schedsim/_core*.so .pytest_cache .ruff_cache
+	find python tests scripts -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,396 @@
+"""The `schedsim` command line (typer + rich).
+
+Errors in user input print one line to stderr (`schedsim: error: ...`) and exit with status 2;
+a missing extension or an internal failure exits with status 1. Never a traceback (set
+SCHEDSIM_DEBUG=1 to get one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .bench import SCENARIOS, run_bench
+from .config import build_config, workload_catalog
+from .errors import ConfigError, CoreUnavailableError
+from .machines import list_machines, load_machine
+from .report import format_value, print_summary
+from .runner import run_config
+from .units import parse_duration
+
+app = typer.Typer(
+    name="schedsim",
+    help="Deterministic simulator of Linux CPU scheduling, DVFS, idle states and power.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+TRACE_FORMATS = ("ftrace",)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    one_line = " ".join(str(message).split())
+    sys.stderr.write(f"schedsim: error: {one_line}\n")
+    sys.stderr.flush()
+    return typer.Exit(code)
+
+
+def _guard(fn: F) -> F:
+    """Turn every failure into one line on stderr and an exit status."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:
+            # The reader went away (`schedsim machines --describe x | head`): stop quietly.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            raise typer.Exit(1) from None
+        except ConfigError as err:
+            raise _fail(str(err), 2) from None
+        except CoreUnavailableError as err:
+            raise _fail(str(err), 1) from None
+        except BaseException as err:  # includes pyo3's PanicException
+            if os.environ.get("SCHEDSIM_DEBUG"):
+                raise
+            detail = f"{type(err).__name__}: {err}"
+            raise _fail(
+                f"internal error: {detail} (SCHEDSIM_DEBUG=1 shows the traceback)", 1
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"schedsim {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """Deterministic simulator of Linux CPU scheduling, DVFS, idle states and power."""
+
+
+# ---- run ------------------------------------------------------------------------------------
+
+
+@app.command()
+@_guard
+def run(
+    machine: Annotated[str, typer.Option("--machine", "-m", help="Machine preset name.")],
+    workload: Annotated[
+        str,
+        typer.Option(
+            "--workload", "-w", help="NAME[:key=value,...], e.g. periodic:tasks=4,duty_pct=50."
+        ),
+    ],
+    kernel: Annotated[
+        str | None, typer.Option(help="Kernel profile version, e.g. 5.2 or 6.12 (default 6.12).")
+    ] = None,
+    driver: Annotated[
+        str | None,
+        typer.Option(help="cpufreq driver (default: what the kernel picks on this machine)."),
+    ] = None,
+    governor: Annotated[
+        str | None,
+        typer.Option(help="cpufreq governor (default: the driver's default for this kernel)."),
+    ] = None,
+    invariance: Annotated[
+        str | None,
+        typer.Option(help="Frequency invariance: none, turbo:N, base, max, amd-midpoint, cpufreq."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="key=value: a tunable (sysctl name), features.NAME=value, or CONFIG_HZ=N. "
+            "Repeatable.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the run's PRNG.")] = 1,
+    duration: Annotated[
+        str | None, typer.Option(help="Simulated duration: 500ms, 2s, 1m, 100us, 250ns.")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result JSON (without the trace text).")
+    ] = False,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write the trace to this file.")
+    ] = None,
+    trace_format: Annotated[
+        str, typer.Option("--trace-format", help="Trace file format: ftrace.")
+    ] = "ftrace",
+) -> None:
+    """Run one simulation and print a summary (or the result JSON with --json)."""
+    if trace_format not in TRACE_FORMATS:
+        raise ConfigError(
+            f"unknown trace format '{trace_format}'; allowed: {', '.join(TRACE_FORMATS)}"
+        )
+    config = build_config(
+        machine,
+        workload,
+        kernel=kernel,
+        driver=driver,
+        governor=governor,
+        invariance=invariance,
+        sets=set_ or [],
+        seed=seed,
+        duration=duration,
+        trace=trace is not None,
+    )
+    result = run_config(config)
+    if trace is not None:
+        text = result.trace_text
+        if text is None:
+            raise RuntimeError("the core returned no trace although one was requested")
+        try:
+            trace.write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"--trace {trace}: cannot write: {err.strerror}") from None
+    if json_out:
+        sys.stdout.write(result.to_json(include_trace=False) + "\n")
+        return
+    print_summary(_console(), result, config)
+    if trace is not None:
+        _console().print(f"\ntrace ({trace_format}) written to {trace}")
+
+
+# ---- machines -------------------------------------------------------------------------------
+
+
+def _mhz(khz: int) -> str:
+    return f"{khz / 1000:g}"
+
+
+@app.command()
+@_guard
+def machines(
+    describe: Annotated[
+        str | None, typer.Option("--describe", help="Show one preset in detail.")
+    ] = None,
+) -> None:
+    """List machine presets, or describe one with its sources."""
+    console = _console()
+    if describe is None:
+        table = Table(title="Machine presets", title_justify="left")
+        for col in ("Name", "Arch", "CPUs", "Packages", "Cores x SMT", "MHz", "Model"):
+            table.add_column(col, justify="right" if col in ("CPUs", "Packages") else "left")
+        for name in list_machines():
+            m = load_machine(name)
+            lo, hi = m.freq_range_khz
+            table.add_row(
+                m.name,
+                m.arch,
+                str(m.ncpus),
+                str(m.packages),
+                f"{m.ncores} x {m.smt}",
+                f"{_mhz(lo)}-{_mhz(hi)}",
+                m.preset.machine.model,
+            )
+        console.print(table)
+        return
+
+    m = load_machine(describe)
+    spec = m.spec
+    console.print(f"[bold]{m.name}[/bold]: {m.preset.machine.description}")
+    console.print(
+        f"arch {m.arch}, vendor {m.vendor}, {m.packages} package(s), {m.nodes} NUMA node(s), "
+        f"{m.ncores} cores x {m.smt} threads = {m.ncpus} CPUs, TSC {_mhz(spec.tsc_khz)} MHz, "
+        f"HWP {'yes' if m.hwp else 'no'}, power model {spec.power.model}"
+    )
+
+    cpus = Table(title="CPUs (Linux numbering)", title_justify="left")
+    for col in ("cpu", "core", "cluster", "llc", "node", "package", "core type", "freq domain"):
+        cpus.add_column(col, justify="right")
+    for c in spec.cpus:
+        cpus.add_row(
+            *map(str, (c.id, c.core, c.cluster, c.llc, c.node, c.package)),
+            spec.core_types[c.core_type].name,
+            str(c.freq_domain),
+        )
+    console.print(cpus)
+
+    types = Table(title="Core types", title_justify="left")
+    for col in ("name", "capacity-dmips-mhz", "smt_share", "kernel cycles"):
+        types.add_column(col)
+    for ct in spec.core_types:
+        types.add_row(
+            ct.name,
+            str(ct.capacity_dmips_mhz),
+            ", ".join(f"{s:g}" for s in ct.smt_share) or "-",
+            ", ".join(f"{k} {v:g}" for k, v in ct.kernel_cycles.items()) or "-",
+        )
+    console.print(types)
+
+    derived = spec.power.model != "em"
+    for i, fd in enumerate(spec.freq_domains):
+        members = ",".join(str(c.id) for c in spec.cpus if c.freq_domain == i)
+        turbo = ", ".join(_mhz(t) for t in fd.turbo_khz)
+        console.print(
+            f"[bold]Frequency domain {i}[/bold]: {fd.granularity}, CPUs {members}, "
+            f"base {_mhz(fd.base_khz)} MHz"
+            + (f", turbo (1C, 2C, ...) {turbo} MHz" if turbo else "")
+            + f", transition latency {fd.transition_latency_ns} ns"
+        )
+        table = Table()
+        for col in ("MHz", "mV", "power mW"):
+            table.add_column(col, justify="right")
+        for o in fd.opps:
+            power = "model" if derived and not o.power_mw else format_value(o.power_mw)
+            table.add_row(_mhz(o.khz), f"{o.uv / 1000:g}" if o.uv else "-", power)
+        console.print(table)
+
+    for tname, states in spec.idle_states.items():
+        table = Table(title=f"Idle states ({tname})", title_justify="left")
+        table.add_column("state", no_wrap=True)
+        for col in ("exit latency us", "target residency us", "power mW", "turbo active"):
+            table.add_column(col, justify="right")
+        for s in states:
+            table.add_row(
+                s.name,
+                str(s.exit_latency_us),
+                str(s.target_residency_us),
+                format_value(s.power_mw),
+                "yes" if s.turbo_active else "no",
+            )
+        console.print(table)
+
+    power = spec.power.model_dump()
+    console.print(
+        "power: " + ", ".join(f"{k} {format_value(v)}" for k, v in power.items()),
+    )
+    console.print(f"\n[bold]Preset file[/bold] {m.path} (every value carries its source):\n")
+    sys.stdout.write(m.text if m.text.endswith("\n") else m.text + "\n")
+
+
+# ---- workloads ------------------------------------------------------------------------------
+
+
+@app.command()
+@_guard
+def workloads(
+    describe: Annotated[
+        str | None, typer.Option("--describe", help="Show one workload's parameters and metrics.")
+    ] = None,
+) -> None:
+    """List the workload generators, or describe one."""
+    console = _console()
+    catalog = workload_catalog()
+    if describe is None:
+        table = Table(title="Workloads", title_justify="left")
+        table.add_column("Name")
+        table.add_column("Parameters (default)")
+        table.add_column("Description")
+        for name in sorted(catalog):
+            info = catalog[name]
+            params = ", ".join(f"{p['name']}={p.get('default')}" for p in info.get("params", []))
+            table.add_row(name, params or "-", info.get("description", ""))
+        console.print(table)
+        return
+    if describe not in catalog:
+        raise ConfigError(f"unknown workload '{describe}'; allowed: {', '.join(sorted(catalog))}")
+    info = catalog[describe]
+    console.print(f"[bold]{describe}[/bold]: {info.get('description', '')}")
+    table = Table(title="Parameters", title_justify="left")
+    for col in ("name", "default", "description"):
+        table.add_column(col)
+    for p in info.get("params", []):
+        table.add_row(p["name"], json.dumps(p.get("default")), p.get("description", ""))
+    console.print(table)
+    metrics = info.get("metrics", [])
+    if metrics:
+        names = [m if isinstance(m, str) else m.get("name", str(m)) for m in metrics]
+        console.print("metrics: " + ", ".join(names))
+    if info.get("primary") is not None:
+        primary = info["primary"]
+        text = primary if isinstance(primary, str) else json.dumps(primary)
+        if "higher_is_better" in info:
+            text += f" ({'higher' if info['higher_is_better'] else 'lower'} is better)"
+        console.print(f"primary: {text}")
+    if "open_ended" in info:
+        console.print(
+            "open-ended: runs until --duration"
+            if info["open_ended"]
+            else "fixed work: runs to completion unless --duration is given"
+        )
+
+
+# ---- bench ----------------------------------------------------------------------------------
+
+
+@app.command()
+@_guard
+def bench(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario", help=f"Run only this scenario (repeatable): {', '.join(SCENARIOS)}."
+        ),
+    ] = None,
+    duration: Annotated[str, typer.Option(help="Simulated duration of each scenario.")] = "5s",
+) -> None:
+    """Engine throughput: events per second and simulated seconds per wall second."""
+    duration_ns = parse_duration(duration)
+    if duration_ns == 0:
+        raise ConfigError("duration 0: must be positive")
+    console = Console(stderr=True, highlight=False)
+
+    def progress(name: str) -> None:
+        if not json_out:
+            console.print(f"running {name} ...")
+
+    results = run_bench(duration_ns, scenario, progress)
+    if json_out:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+        return
+    table = Table(title=f"schedsim bench ({duration} simulated per scenario)", title_justify="left")
+    for col in ("scenario", "events", "wall s", "events/s", "sim s / wall s"):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for name, r in results["scenarios"].items():
+        table.add_row(
+            name,
+            format_value(r["events"]),
+            format_value(r["wall_s"]),
+            format_value(r["events_per_s"]),
+            format_value(r["sim_speed"]),
+        )
+    out = _console()
+    out.print(table)
+    for name, reason in results["skipped"].items():
+        out.print(f"skipped {name}: {reason}")

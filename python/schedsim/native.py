@@ -1,0 +1,32 @@
+"""Access to the compiled extension `schedsim._core`, imported on first use.
+
+Everything that does not simulate (presets, config checks, trace parsing) works without it.
+"""
+
+from typing import Any
+
+from .errors import CoreUnavailableError
+
+
+def core_function(name: str) -> Any:
+    """`schedsim._core.<name>`, or CoreUnavailableError telling how to build it."""
+    try:
+        from . import _core  # type: ignore[attr-defined]
+    except ImportError as err:
+        raise CoreUnavailableError(
+            "the compiled extension schedsim._core is not available; build it with `make build`"
+        ) from err
+    fn = getattr(_core, name, None)
+    if fn is None:
+        raise CoreUnavailableError(
+            f"schedsim._core has no {name}(): the extension is out of date; run `make build`"
+        )
+    return fn
+
+
+def core_version() -> str | None:
+    """The core's version string, or None when the extension is not built."""
+    try:
+        return str(core_function("version")())
+    except CoreUnavailableError:
+        return None

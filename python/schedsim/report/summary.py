@@ -1,0 +1,166 @@
+"""The human summary of one run, printed by `schedsim run` (rich tables)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..results import RunResult
+
+
+def format_value(value: Any) -> str:
+    """Numbers for people: thousands separators for integers, 4 significant digits for floats."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        if value == 0:
+            return "0"
+        if abs(value) < 1e-3:
+            return f"{value:.3e}"
+        if abs(value) >= 1e6:
+            return f"{value:,.0f}"
+        if abs(value) >= 1e3:
+            return f"{value:,.1f}"
+        digits = max(0, 3 - int(math.floor(math.log10(abs(value)))))
+        return f"{value:,.{min(digits, 6)}f}"
+    return str(value)
+
+
+def _kv_table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for key, value in rows:
+        table.add_row(key, format_value(value))
+    return table
+
+
+def _params(params: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+def _idle_state_order(config: dict[str, Any]) -> dict[str, int]:
+    """Idle-state names, shallowest first, as the machine lists them."""
+    order: dict[str, int] = {}
+    for states in (config.get("machine", {}).get("idle_states") or {}).values():
+        for state in states:
+            order.setdefault(state["name"], len(order))
+    return order
+
+
+def print_summary(console: Console, result: RunResult, config: dict[str, Any] | None) -> None:
+    data = result.json
+    cfg = config or {}
+    kernel = cfg.get("kernel", {})
+    cpufreq = cfg.get("cpufreq", {})
+    machine = cfg.get("machine", {}).get("name", data.get("machine"))
+    workload = data.get("workload") or cfg.get("workload", {})
+    sim = result.sim
+
+    console.print(
+        f"[bold]schedsim {data.get('schedsim_version', '')}[/bold]  machine [bold]{machine}[/bold]"
+        f"  kernel {kernel.get('version', data.get('kernel', '-'))} (HZ={kernel.get('hz', '-')})"
+        f"  cpufreq {cpufreq.get('driver', '-')}/{cpufreq.get('governor', '-')}"
+        f"  invariance {cpufreq.get('invariance', '-')}  seed {data.get('seed', '-')}"
+    )
+    params = workload.get("params") or {}
+    wl = workload.get("name", "-") + (f":{_params(params)}" if params else "")
+    wall = sim.get("wall_s")
+    simulated = sim.get("simulated_s")
+    speed = simulated / wall if isinstance(wall, int | float) and wall and simulated else None
+    console.print(
+        f"workload [bold]{wl}[/bold]  simulated {format_value(simulated)} s  "
+        f"{format_value(sim.get('events'))} events in {format_value(wall)} s wall  "
+        f"({format_value(sim.get('events_per_s'))} events/s, {format_value(speed)}x real time)"
+    )
+
+    primary = result.primary
+    if primary:
+        better = "higher" if primary.get("higher_is_better") else "lower"
+        console.print(
+            f"\n[bold]{primary.get('name')}[/bold] = {format_value(primary.get('value'))}"
+            f"  ({better} is better)"
+        )
+
+    if result.metrics:
+        console.print()
+        console.print(_kv_table("Metrics", list(result.metrics.items())))
+
+    power = result.power
+    sched = result.sched
+    console.print()
+    grid = Table.grid(padding=(0, 6))
+    grid.add_row(
+        _kv_table(
+            "Power",
+            [
+                ("energy (J)", power.get("energy_j")),
+                ("avg package (W)", power.get("avg_package_w")),
+                ("perf per watt", power.get("perf_per_watt")),
+            ],
+        ),
+        _kv_table(
+            "Scheduler",
+            [
+                ("context switches", sched.get("context_switches")),
+                ("migrations", sched.get("migrations")),
+                ("wakeups", sched.get("wakeups")),
+                ("forks", sched.get("forks")),
+            ],
+        ),
+    )
+    console.print(grid)
+
+    ts = result.turbostat
+    if ts:
+        console.print()
+        table = Table(title="Turbostat summary", title_justify="left")
+        columns = [
+            ("Avg_MHz", "avg_mhz"),
+            ("Busy%", "busy_pct"),
+            ("Bzy_MHz", "bzy_mhz"),
+            ("TSC_MHz", "tsc_mhz"),
+            ("PkgWatt", "pkg_watt"),
+            ("CorWatt", "cor_watt"),
+        ]
+        for label, _ in columns:
+            table.add_column(label, justify="right")
+        table.add_row(*(format_value(ts.get(key)) for _, key in columns))
+        console.print(table)
+        cstates = ts.get("cstates") or {}
+        if cstates:
+            order = _idle_state_order(cfg)
+            names = sorted(cstates, key=lambda n: (order.get(n, len(order)), n))
+            table = Table(title="Idle-state residency (% of CPU time)", title_justify="left")
+            for name in names:
+                table.add_column(name, justify="right")
+            table.add_row(*(format_value(cstates[n]) for n in names))
+            console.print(table)
+
+    cpus = data.get("cpus") or []
+    if cpus:
+        console.print()
+        table = Table(title="Per CPU", title_justify="left")
+        for label in ("CPU", "Busy%", "Avg MHz", "Ctx switches"):
+            table.add_column(label, justify="right")
+        for c in cpus:
+            busy, idle = c.get("busy_ns"), c.get("idle_ns")
+            total = (busy or 0) + (idle or 0)
+            pct = 100.0 * busy / total if busy is not None and total > 0 else None
+            khz = c.get("avg_khz")
+            table.add_row(
+                str(c.get("cpu")),
+                format_value(pct),
+                format_value(khz / 1000.0 if isinstance(khz, int | float) else None),
+                format_value(c.get("context_switches")),
+            )
+        console.print(table)

@@ -1,0 +1,140 @@
+"""`RunResult`: one simulation's result JSON, with pandas views."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from .ftrace import df_event, parse_ftrace
+
+# Keys every result carries (DESIGN "run --json"; the core may add more).
+CONTRACT_KEYS = (
+    "schedsim_version",
+    "machine",
+    "kernel",
+    "workload",
+    "seed",
+    "metrics",
+    "primary",
+    "power",
+    "turbostat",
+    "sched",
+    "sim",
+    "cpus",
+    "tasks",
+    "samples",
+)
+
+# Fields that depend on the host's speed, not on the simulation.
+WALL_CLOCK_FIELDS = (("sim", "wall_s"), ("sim", "events_per_s"))
+
+
+class RunResult:
+    """The result of one run.
+
+    `json` is the result dict exactly as the core returned it (key order kept); `config` the
+    SimConfig dict that produced it, when known.
+    """
+
+    def __init__(self, data: dict[str, Any], config: dict[str, Any] | None = None) -> None:
+        self._data = data
+        self.config = config
+
+    @classmethod
+    def from_json(cls, text: str, config: dict[str, Any] | None = None) -> RunResult:
+        return cls(json.loads(text), config)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        return self._data
+
+    def to_json(self, include_trace: bool = True, indent: int | None = 2) -> str:
+        """The result as JSON text; `include_trace=False` leaves out the ftrace text."""
+        data = self._data
+        if not include_trace and "trace" in data:
+            data = {k: v for k, v in data.items() if k != "trace"}
+        return json.dumps(data, indent=indent, ensure_ascii=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    # ---- scalars -----------------------------------------------------------------------------
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self._data.get("metrics", {})
+
+    @property
+    def primary(self) -> dict[str, Any]:
+        return self._data.get("primary", {})
+
+    @property
+    def power(self) -> dict[str, Any]:
+        return self._data.get("power", {})
+
+    @property
+    def turbostat(self) -> dict[str, Any]:
+        return self._data.get("turbostat", {})
+
+    @property
+    def sched(self) -> dict[str, Any]:
+        return self._data.get("sched", {})
+
+    @property
+    def sim(self) -> dict[str, Any]:
+        return self._data.get("sim", {})
+
+    # ---- frames ------------------------------------------------------------------------------
+
+    @cached_property
+    def tasks(self) -> pd.DataFrame:
+        """One row per task: pid, ppid, comm, cpu_ns, wait_ns, nr_switches, ..."""
+        return pd.DataFrame.from_records(self._data.get("tasks", []))
+
+    @cached_property
+    def cpus(self) -> pd.DataFrame:
+        """One row per CPU: cpu, busy_ns, idle_ns, context_switches, avg_khz, ..."""
+        return pd.DataFrame.from_records(self._data.get("cpus", []))
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """Per-interval samples (config.sample_interval_ns), nested keys flattened with dots."""
+        samples = self._data.get("samples", [])
+        if not samples:
+            return pd.DataFrame()
+        return pd.json_normalize(samples)
+
+    @property
+    def trace_text(self) -> str | None:
+        """The ftrace text, when the run was traced."""
+        return self._data.get("trace")
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """The trace as a DataFrame: index `Time` (s), `__cpu`, `__pid`, `__comm`, `event`,
+        fields. Empty when the run was not traced."""
+        return parse_ftrace(self.trace_text or "")
+
+    def df_event(self, name: str) -> pd.DataFrame:
+        """The trace rows of one event with that event's columns (LISA's `df_event`)."""
+        return df_event(self.events, name)
+
+    def __repr__(self) -> str:
+        wl = self._data.get("workload", {})
+        primary = self.primary
+        return (
+            f"RunResult(machine={self._data.get('machine')!r}, workload={wl.get('name')!r}, "
+            f"{primary.get('name')}={primary.get('value')!r})"
+        )
+
+
+def strip_wall_clock(data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a result without the fields that depend on the host's speed."""
+    out = dict(data)
+    for section, key in WALL_CLOCK_FIELDS:
+        if isinstance(out.get(section), dict):
+            out[section] = {k: v for k, v in out[section].items() if k != key}
+    return out

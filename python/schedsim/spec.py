@@ -1,0 +1,228 @@
+"""Python mirror of the core's input structures.
+
+`SimConfig` and friends follow `crates/schedsim-core/src/config.rs`; the task-program types follow
+`crates/schedsim-core/src/workload/spec.rs`. Field names, defaults and the refusal of unknown
+fields (serde `deny_unknown_fields`, pydantic `extra="forbid"`) are the same, so a config that
+validates here deserialises in the core. The core still runs its own cross-reference checks.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- machine -------------------------------------------------------------------------------
+
+
+class CpuSpec(_Strict):
+    id: NonNegativeInt
+    core: NonNegativeInt
+    cluster: NonNegativeInt
+    llc: NonNegativeInt
+    node: NonNegativeInt
+    package: NonNegativeInt
+    core_type: NonNegativeInt
+    freq_domain: NonNegativeInt
+
+
+class CoreTypeSpec(_Strict):
+    name: str
+    capacity_dmips_mhz: PositiveInt
+    smt_share: list[float] = []
+    kernel_cycles: dict[str, float] = {}
+
+
+class OppSpec(_Strict):
+    khz: PositiveInt
+    uv: NonNegativeInt = 0
+    power_mw: float = 0.0
+
+
+class FreqDomainSpec(_Strict):
+    granularity: Literal["thread", "core", "cluster", "package"]
+    opps: list[OppSpec]
+    base_khz: PositiveInt
+    turbo_khz: list[PositiveInt] = []
+    transition_latency_ns: NonNegativeInt = 0
+
+
+class IdleStateSpec(_Strict):
+    name: str
+    exit_latency_us: NonNegativeInt
+    target_residency_us: NonNegativeInt
+    power_mw: float = 0.0
+    turbo_active: bool = False
+
+
+class PowerSpec(_Strict):
+    model: Literal["em", "parametric"]
+    package_idle_mw: float = 0.0
+    uncore_active_mw: float = 0.0
+    core_leakage_mw: float = 0.0
+    c_eff: float = 0.0
+    smt_power_factor: float = 0.0
+
+
+class MachineSpec(_Strict):
+    name: str
+    description: str = ""
+    arch: Literal["x86", "arm64", "power"]
+    cpus: list[CpuSpec]
+    core_types: list[CoreTypeSpec]
+    freq_domains: list[FreqDomainSpec]
+    numa_distance: list[list[int]] = []
+    idle_states: dict[str, list[IdleStateSpec]] = {}
+    power: PowerSpec
+    tsc_khz: PositiveInt
+
+
+# ---- task programs (workload/spec.rs) -------------------------------------------------------
+
+
+class RunOp(_Strict):
+    op: Literal["run"] = "run"
+    cycles: float
+    stall_ns: float = 0.0
+
+
+class RunForOp(_Strict):
+    op: Literal["run_for"] = "run_for"
+    ns: NonNegativeInt
+
+
+class SleepOp(_Strict):
+    op: Literal["sleep"] = "sleep"
+    ns: NonNegativeInt
+
+
+class TimerOp(_Strict):
+    op: Literal["timer"] = "timer"
+    period_ns: PositiveInt
+
+
+class IoOp(_Strict):
+    op: Literal["io"] = "io"
+    ns: NonNegativeInt
+
+
+class SendOp(_Strict):
+    op: Literal["send"] = "send"
+    chan: str
+
+
+class RecvOp(_Strict):
+    op: Literal["recv"] = "recv"
+    chan: str
+
+
+class ForkOp(_Strict):
+    op: Literal["fork"] = "fork"
+    task: str
+
+
+class ExecOp(_Strict):
+    op: Literal["exec"] = "exec"
+    comm: str
+
+
+class WaitOp(_Strict):
+    op: Literal["wait"] = "wait"
+
+
+class ExitOp(_Strict):
+    op: Literal["exit"] = "exit"
+
+
+class MarkOp(_Strict):
+    op: Literal["mark"] = "mark"
+    name: str
+
+
+class LoopOp(_Strict):
+    op: Literal["loop"] = "loop"
+    count: int
+    body: list["OpSpec"]
+
+
+OpSpec = Annotated[
+    RunOp
+    | RunForOp
+    | SleepOp
+    | TimerOp
+    | IoOp
+    | SendOp
+    | RecvOp
+    | ForkOp
+    | ExecOp
+    | WaitOp
+    | ExitOp
+    | LoopOp
+    | MarkOp,
+    Field(discriminator="op"),
+]
+LoopOp.model_rebuild()
+
+
+class TaskSpec(_Strict):
+    name: str
+    instances: PositiveInt = 1
+    nice: int = 0
+    policy: str = "SCHED_OTHER"
+    cpus: list[NonNegativeInt] = []
+    start: bool = True
+    delay_ns: NonNegativeInt = 0
+    program: list[OpSpec]
+
+
+class ChannelSpec(_Strict):
+    name: str
+    capacity: PositiveInt = 1024
+
+
+class CustomWorkload(_Strict):
+    tasks: list[TaskSpec]
+    channels: list[ChannelSpec] = []
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+
+class KernelSpec(_Strict):
+    version: str = "6.12"
+    hz: int = 250
+    features: dict[str, Any] = {}
+
+
+class CpufreqSpec(_Strict):
+    governor: str = "performance"
+    driver: str | None = None
+    invariance: str = "none"
+
+
+class WorkloadSpec(_Strict):
+    name: str
+    params: dict[str, Any] = {}
+    custom: CustomWorkload | None = None
+
+
+class SimConfig(_Strict):
+    machine: MachineSpec
+    kernel: KernelSpec = KernelSpec()
+    cpufreq: CpufreqSpec = CpufreqSpec()
+    workload: WorkloadSpec
+    seed: NonNegativeInt = 1
+    duration_ns: NonNegativeInt | None = None
+    trace: bool = False
+    sample_interval_ns: NonNegativeInt = 0
+    tunables: dict[str, Any] = {}
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict handed to `_core.run` (unset optional programs left out)."""
+        data = self.model_dump(mode="json")
+        if data["workload"]["custom"] is None:
+            del data["workload"]["custom"]
+        return data

@@ -1,0 +1,35 @@
+"""Shared fixtures: a fake `schedsim._core` for the Python plumbing, and the real-core guard."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+import pytest
+
+from schedsim import config as config_mod
+from schedsim import native
+from support import FakeCore
+
+
+@pytest.fixture
+def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
+    core = FakeCore()
+    functions = {"run": core.run, "workloads": core.workloads, "version": core.version}
+    monkeypatch.setattr(native, "core_function", lambda name: functions[name])
+    config_mod.core_workloads.cache_clear()
+    yield core
+    config_mod.core_workloads.cache_clear()
+
+
+@pytest.fixture
+def real_core() -> Any:
+    """The compiled extension. Without it the test is skipped, except in CI (CI=true), where
+    `make test` has built it and a missing extension is a failure."""
+    if os.environ.get("CI") == "true":
+        core = importlib.import_module("schedsim._core")
+    else:
+        core = pytest.importorskip("schedsim._core")
+    config_mod.core_workloads.cache_clear()
+    return core

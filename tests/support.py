@@ -1,0 +1,149 @@
+"""Test helpers: a fake core for the Python plumbing and the trace-format regexes."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Line regexes of the two main ftrace-text consumers (spec/ecosystem.md §1.1).
+PERFETTO_LINE = re.compile(
+    r"-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*[a-zA-Z0-9.]{0,4}\s+(\d+\.\d+):\s+(\S+):"
+)
+LISA_LINE = re.compile(
+    r"\s*(?P<__comm>.+)-(?P<__pid>\d+)[^\[]*\[(?P<__cpu>\d*)\][^\d]+"
+    r"(?P<__timestamp>\d+\.\d+): +(?P<__event>\w+):"
+)
+
+# The trace of spec/ecosystem.md §1.1 ("recommended emitter format"), checked there against
+# Perfetto's and LISA's regexes.
+FAKE_TRACE = """\
+# tracer: nop
+#
+#           TASK-PID     CPU#     TIMESTAMP  FUNCTION
+#              | |         |         |         |
+          <idle>-0       [000]     0.001000: sched_switch: prev_comm=swapper/0 prev_pid=0 \
+prev_prio=120 prev_state=R ==> next_comm=rtapp-small next_pid=1001 next_prio=120
+     rtapp-small-1001    [000]     0.003000: sched_waking: comm=rtapp-big pid=1002 prio=120 \
+target_cpu=001
+     rtapp-small-1001    [000]     0.003000: cpu_frequency: state=1800000 cpu_id=0
+          <idle>-0       [001]     0.003010: cpu_idle: state=4294967295 cpu_id=1
+"""
+
+FAKE_WORKLOADS = [
+    {
+        "name": "periodic",
+        "description": "rt-app-like periodic tasks",
+        "params": [
+            {"name": "tasks", "default": 4, "description": "number of tasks"},
+            {"name": "period_ms", "default": 16, "description": "period (ms)"},
+            {"name": "duty_pct", "default": 50, "description": "busy share of a period (%)"},
+        ],
+        "metrics": ["slack_us_p50", "activations"],
+        "primary": "slack_us_p50",
+        "higher_is_better": True,
+        "open_ended": True,
+    },
+    {
+        "name": "hackbench",
+        "description": "hackbench groups of senders and receivers",
+        "params": [
+            {"name": "groups", "default": 4, "description": "groups"},
+            {"name": "loops", "default": 100, "description": "messages per sender"},
+            {"name": "ratio", "default": 1.0, "description": "a float parameter"},
+        ],
+        "metrics": ["elapsed_s"],
+        "primary": "elapsed_s",
+        "higher_is_better": False,
+        "open_ended": False,
+    },
+    {
+        "name": "custom",
+        "description": "Explicit task programs and channels",
+        "params": [],
+        "metrics": ["elapsed_s"],
+        "primary": "elapsed_s",
+        "higher_is_better": False,
+        "open_ended": False,
+    },
+]
+
+
+def fake_result(config: dict[str, Any]) -> dict[str, Any]:
+    ncpus = len(config["machine"]["cpus"])
+    duration_ns = config.get("duration_ns") or 1_000_000_000
+    result: dict[str, Any] = {
+        "schedsim_version": "0.1.0",
+        "machine": config["machine"]["name"],
+        "kernel": config["kernel"]["version"],
+        "workload": {"name": config["workload"]["name"], "params": config["workload"]["params"]},
+        "seed": config["seed"],
+        "metrics": {"slack_us_p50": 1234.5, "activations": 40},
+        "primary": {"name": "slack_us_p50", "value": 1234.5, "higher_is_better": True},
+        "power": {"energy_j": 3.2, "avg_package_w": 16.0, "perf_per_watt": 77.2},
+        "turbostat": {
+            "avg_mhz": 812.0,
+            "busy_pct": 20.3,
+            "bzy_mhz": 4000.0,
+            "tsc_mhz": 3500.0,
+            "pkg_watt": 16.0,
+            "cor_watt": 9.5,
+            "cstates": {"C1": 5.0, "C6": 74.7},
+        },
+        "sched": {"context_switches": 80, "migrations": 3, "wakeups": 40, "forks": 2},
+        "sim": {
+            "simulated_s": duration_ns / 1e9,
+            "events": 1000,
+            "wall_s": 0.01,
+            "events_per_s": 100000.0,
+        },
+        "cpus": [
+            {
+                "cpu": i,
+                "busy_ns": duration_ns // 5,
+                "idle_ns": duration_ns - duration_ns // 5,
+                "context_switches": 10,
+                "avg_khz": 800000,
+            }
+            for i in range(ncpus)
+        ],
+        "tasks": [
+            {
+                "pid": 1001,
+                "ppid": 1,
+                "comm": "periodic0",
+                "cpu_ns": 1000,
+                "wait_ns": 10,
+                "nr_switches": 4,
+                "nr_migrations": 0,
+                "nr_wakeups": 3,
+                "start_ns": 0,
+                "exit_ns": None,
+            }
+        ],
+        "samples": [],
+    }
+    if config.get("trace"):
+        result["trace"] = FAKE_TRACE
+    return result
+
+
+class FakeCore:
+    """Stands in for schedsim._core: records the configs it was given."""
+
+    def __init__(self) -> None:
+        self.configs: list[dict[str, Any]] = []
+        self.extra_workloads: list[dict[str, Any]] = []
+
+    def run(self, config_json: str) -> str:
+        config = json.loads(config_json)
+        if config["workload"]["name"] == "reject-me":
+            raise ValueError("workload 'reject-me': rejected by the core")
+        self.configs.append(config)
+        return json.dumps(fake_result(config))
+
+    def workloads(self) -> str:
+        return json.dumps(FAKE_WORKLOADS + self.extra_workloads)
+
+    def version(self) -> str:
+        return "0.1.0"

@@ -1,0 +1,184 @@
+"""build_config: defaults per kernel and machine, validation against the workload catalog."""
+
+import pytest
+
+from schedsim.config import (
+    build_config,
+    default_driver,
+    kernel_default_governor,
+    kernel_default_invariance,
+    parse_kernel_version,
+    resolve_cpufreq,
+)
+from schedsim.errors import ConfigError
+from schedsim.machines import load_machine
+from schedsim.spec import SimConfig
+
+
+def test_build_config_is_a_valid_sim_config(fake_core) -> None:
+    cfg = build_config(
+        "skylake-8x",
+        "periodic:tasks=6,period_ms=16,duty_pct=40",
+        kernel="5.2",
+        sets=["sched_migration_cost_ns=500000", "features.feec=per-pd"],
+        seed=7,
+        duration="2s",
+    )
+    SimConfig.model_validate(cfg)
+    assert cfg["workload"] == {
+        "name": "periodic",
+        "params": {"tasks": 6, "period_ms": 16, "duty_pct": 40},
+    }
+    assert cfg["kernel"] == {"version": "5.2", "hz": 250, "features": {"feec": "per-pd"}}
+    assert cfg["tunables"] == {"sched_migration_cost_ns": 500000}
+    assert cfg["seed"] == 7
+    assert cfg["duration_ns"] == 2_000_000_000
+    assert cfg["trace"] is False
+    assert len(cfg["machine"]["cpus"]) == 8
+    assert "custom" not in cfg["workload"]
+
+
+def test_float_parameter_accepts_an_int(fake_core) -> None:
+    cfg = build_config("skylake-8x", "hackbench:ratio=2", duration="1s")
+    assert cfg["workload"]["params"]["ratio"] == 2.0
+    assert isinstance(cfg["workload"]["params"]["ratio"], float)
+
+
+def test_int_parameter_refuses_a_float(fake_core) -> None:
+    with pytest.raises(ConfigError, match="tasks=2.5: expected an integer"):
+        build_config("skylake-8x", "periodic:tasks=2.5")
+
+
+def test_unknown_workload_lists_the_allowed_ones(fake_core) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config("skylake-8x", "nosuch")
+    assert str(err.value) == "unknown workload 'nosuch'; allowed: hackbench, periodic"
+
+
+def test_unknown_parameter_lists_the_allowed_ones(fake_core) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config("skylake-8x", "periodic:tasks=2,speed=3")
+    assert str(err.value) == (
+        "workload 'periodic': unknown parameter 'speed'; allowed: tasks, period_ms, duty_pct"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kernel", "driver", "governor", "invariance"),
+    [
+        # Before v5.8 intel_pstate is active everywhere; FIE arrives in v5.7.
+        ("5.2", "intel_pstate", "powersave", "none"),
+        ("5.7", "intel_pstate", "powersave", "turbo:4"),
+        # HWP part: active from v5.8 on too.
+        ("6.12", "intel_pstate", "powersave", "turbo:4"),
+    ],
+)
+def test_x86_defaults_follow_the_kernel(kernel, driver, governor, invariance) -> None:
+    m = load_machine("skylake-8x")
+    version = parse_kernel_version(kernel)
+    drv = default_driver(m, version)
+    assert (drv, kernel_default_governor(drv), kernel_default_invariance(m, version)) == (
+        driver,
+        governor,
+        invariance,
+    )
+    # what a run gets until the dynamic governors and invariance are modelled
+    choice = resolve_cpufreq(m, kernel)
+    assert (choice.driver, choice.governor, choice.invariance) == (driver, "performance", "none")
+
+
+def test_no_hwp_means_passive_from_5_8() -> None:
+    m = load_machine("skylake-8x", {"machine": {"hwp": False}})
+    assert resolve_cpufreq(m, "5.7").driver == "intel_pstate"
+    drv = default_driver(m, (5, 8))
+    assert (drv, kernel_default_governor(drv)) == ("intel_cpufreq", "schedutil")
+
+
+def test_arm_defaults() -> None:
+    m = load_machine("sdm845")
+    drv = default_driver(m, (6, 12))
+    assert (drv, kernel_default_governor(drv), kernel_default_invariance(m, (6, 12))) == (
+        "qcom-cpufreq-hw",
+        "schedutil",
+        "cpufreq",
+    )
+
+
+def test_unmodelled_governors_and_invariance_are_errors() -> None:
+    m = load_machine("skylake-8x")
+    with pytest.raises(ConfigError, match="not modelled yet"):
+        resolve_cpufreq(m, "5.2", driver="intel_cpufreq", governor="schedutil")
+    with pytest.raises(ConfigError, match="not modelled yet"):
+        resolve_cpufreq(m, "5.2", driver="intel_pstate", governor="powersave")
+    with pytest.raises(ConfigError, match="not modelled yet"):
+        resolve_cpufreq(m, "5.2", invariance="turbo:4")
+
+
+@pytest.mark.parametrize(
+    ("machine", "kwargs", "match"),
+    [
+        ("skylake-8x", {"governor": "schedutil"}, "allowed: performance, powersave"),
+        ("skylake-8x", {"driver": "qcom-cpufreq-hw"}, "allowed: intel_pstate, intel_cpufreq"),
+        ("skylake-8x", {"invariance": "turbo:5"}, "turbo bins 1..4"),
+        ("skylake-8x", {"invariance": "cpufreq"}, "Arm's cpufreq-based scale"),
+        ("skylake-8x", {"invariance": "amd-midpoint"}, "for AMD machines"),
+        ("skylake-8x", {"invariance": "fast"}, "allowed: none, turbo:N, base"),
+        ("sdm845", {"invariance": "turbo:4"}, "has no turbo table"),
+        ("sdm845", {"governor": "userspace"}, "allowed: performance, powersave, schedutil"),
+        ("skylake-8x", {"kernel": "six"}, "expected a version MAJOR.MINOR"),
+    ],
+)
+def test_cpufreq_errors(machine, kwargs, match) -> None:
+    kernel = kwargs.pop("kernel", "6.12")
+    with pytest.raises(ConfigError, match=match):
+        resolve_cpufreq(load_machine(machine), kernel, **kwargs)
+
+
+def test_passive_driver_takes_generic_governors() -> None:
+    choice = resolve_cpufreq(
+        load_machine("skylake-8x"), "5.2", driver="intel_cpufreq", governor="powersave"
+    )
+    assert (choice.driver, choice.governor, choice.invariance) == (
+        "intel_cpufreq",
+        "powersave",
+        "none",
+    )
+
+
+def test_seed_and_duration_checks(fake_core) -> None:
+    with pytest.raises(ConfigError, match="seed"):
+        build_config("skylake-8x", "periodic", seed=-1)
+    with pytest.raises(ConfigError, match="must be positive"):
+        build_config("skylake-8x", "periodic", duration="0s")
+
+
+def test_custom_workload_is_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    good = p.custom_workload([p.task("t", p.loop(p.run(1000), p.sleep(1000)))])
+    cfg = build_config("skylake-8x", good, duration="10ms")
+    assert cfg["workload"]["custom"]["tasks"][0]["program"][0]["op"] == "loop"
+    bad = p.custom_workload([p.task("t", {"op": "spin", "ns": 3})])
+    with pytest.raises(ConfigError, match="custom workload"):
+        build_config("skylake-8x", bad, duration="10ms")
+
+
+def test_rt_app_file_must_exist(fake_core, monkeypatch) -> None:
+    from schedsim import config as config_mod
+
+    catalog = {"rt-app": {"name": "rt-app", "params": [{"name": "path", "default": None}]}}
+    monkeypatch.setattr(config_mod, "workload_catalog", lambda: catalog)
+    with pytest.raises(ConfigError, match="not found"):
+        build_config("skylake-8x", "rt-app:/no/such/file.json")
+
+
+def test_open_ended_workload_needs_a_duration(fake_core) -> None:
+    with pytest.raises(ConfigError, match="'periodic' is open-ended: give a duration"):
+        build_config("skylake-8x", "periodic:tasks=2")
+    cfg = build_config("skylake-8x", "hackbench:groups=2")  # fixed work: runs to completion
+    assert cfg["duration_ns"] is None
+
+
+def test_custom_is_not_a_workload_string(fake_core) -> None:
+    with pytest.raises(ConfigError, match="schedsim.programs"):
+        build_config("skylake-8x", "custom", duration="1s")
