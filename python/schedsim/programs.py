@@ -84,9 +84,13 @@ def task(
     cpus: list[int] | None = None,
     start: bool = True,
     delay_ns: int = 0,
+    start_cpu: int | None = None,
 ) -> dict[str, Any]:
-    """A task template; `start=False` templates are only created by a `fork` op naming them."""
-    return {
+    """A task template; `start=False` templates are only created by a `fork` op naming them.
+
+    `start_cpu` places an initial task on that CPU instead of fork balancing.
+    """
+    spec: dict[str, Any] = {
         "name": name,
         "instances": instances,
         "nice": nice,
@@ -96,6 +100,9 @@ def task(
         "delay_ns": delay_ns,
         "program": list(program),
     }
+    if start_cpu is not None:
+        spec["start_cpu"] = start_cpu
+    return spec
 
 
 def channel(name: str, capacity: int = 1024) -> dict[str, Any]:

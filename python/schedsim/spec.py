@@ -175,6 +175,7 @@ class TaskSpec(_Strict):
     cpus: list[NonNegativeInt] = []
     start: bool = True
     delay_ns: NonNegativeInt = 0
+    start_cpu: NonNegativeInt | None = None
     program: list[OpSpec]
 
 

@@ -43,7 +43,7 @@ fn custom_info() -> WorkloadInfo {
     WorkloadInfo {
         name: "custom",
         description:
-            "Explicit task programs and channels (the Python builder, `schedsim.Workload`).",
+            "Explicit task programs and channels (the Python builder `schedsim.programs`).",
         params: vec![],
         metrics: vec!["elapsed_s", "marks_<NAME>"],
         primary: "elapsed_s",
