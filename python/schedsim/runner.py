@@ -48,7 +48,7 @@ def run(
     >>> r.primary, r.tasks.head()
 
     Arguments are those of `schedsim run` (see `build_config`); `sets` maps tunables
-    (`{"sched_migration_cost_ns": 500000, "features.feec": "per-pd"}`) or lists `key=value`.
+    (`{"sched_migration_cost_ns": 500000, "features.NEXT_BUDDY": 1}`) or lists `key=value`.
     """
     config = build_config(
         machine,

@@ -61,6 +61,8 @@ pub struct KernelCosts {
     pub fork: f64,
     pub exec: f64,
     pub migrate: f64,
+    /// New-idle balancing: cycles per CPU whose statistics a pass reads.
+    pub balance_per_cpu: f64,
 }
 
 /// Global scheduler counters.
@@ -211,6 +213,7 @@ impl Sim {
                     fork: g("fork"),
                     exec: g("exec"),
                     migrate: g("migrate"),
+                    balance_per_cpu: g("balance_per_cpu"),
                 }
             })
             .collect();
@@ -633,9 +636,14 @@ impl Sim {
         let Some(t) = self.rqs[cpu].curr else {
             return;
         };
-        let Some(b) = self.tasks[t].burst else {
+        let Some(mut b) = self.tasks[t].burst else {
             return;
         };
+        if let Some(end) = b.wall_until {
+            // wall-time bursts end at their instant whatever happened in between
+            b.stall_ns = end.saturating_sub(self.now) as f64;
+            self.tasks[t].burst = Some(b);
+        }
         let rate = self.cpu_rate(cpu);
         let rq = &self.rqs[cpu];
         if rq.burst_ev.is_some() && rate == rq.burst_rate {

@@ -231,3 +231,47 @@ fn bad_inputs_give_clear_errors() {
     c.tunables.insert("sched_foo".into(), json!(1));
     assert!(err(c).contains("sched_migration_cost_ns"));
 }
+
+#[test]
+fn cfs_keeps_the_sleeper_credit_across_a_wakeup_migration() {
+    // A sleeper whose vruntime lies 20 ms behind cpu0's min_vruntime wakes onto cpu1 (its only
+    // allowed CPU, where a hog runs). migrate_task_rq_fair keeps its vruntime relative (−20 ms,
+    // a negative, wrapping u64 in the kernel); place_entity then caps the credit at
+    // sched_latency/2 = 6 ms (12 ms latency on 2 CPUs): v = min_vruntime(cpu1) − 6 ms, which is
+    // more than the 2 ms wakeup granularity behind the hog, so it preempts.
+    let sleeper = json!({"name": "sleeper", "cpus": [1], "start_cpu": 0, "program": [
+        {"op": "sleep", "ns": 1_000_000_000u64}, {"op": "exit"}]});
+    let hog = json!({"name": "hog", "cpus": [1], "start_cpu": 1, "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, KHZ)}]}]});
+    let w = custom(json!([hog, sleeper]), json!([]));
+    let mut sim = run(config(smp(2, 1, KHZ, false), w, "5.2", 10.0));
+    let (hog, sleeper) = (0, 1);
+    assert_eq!(sim.tasks[sleeper].cpu, 0);
+    let min0 = sim.rqs[0].cfs.min_vruntime;
+    sim.tasks[sleeper].se.vruntime = min0 - 20_000_000;
+    sim.update_rq_clock(1);
+    sim.update_curr(1);
+    let min1 = sim.rqs[1].cfs.min_vruntime;
+    assert_eq!(sim.tasks[hog].se.vruntime, min1);
+    sim.try_to_wake_up(sleeper, 0, WakeFlags::default());
+    assert_eq!(sim.tasks[sleeper].cpu, 1);
+    assert_eq!(sim.tasks[sleeper].se.vruntime, min1 - 6_000_000);
+    assert!(
+        sim.rqs[1].need_resched,
+        "the migrated sleeper preempts the hog"
+    );
+}
+
+#[test]
+fn run_for_is_wall_time_like_rt_app_runtime() {
+    // A 10 ms `run_for` shares one CPU with a hog: it ends 10 ms after it started, having run
+    // for only part of that time; a 10 ms `run` of work would need the full 10 ms of CPU.
+    let wall = json!({"name": "wall", "program": [{"op": "run_for", "ns": 10_000_000}, {"op": "exit"}]});
+    let w = custom(json!([hog("hog", 0, None), wall]), json!([]));
+    let sim = run(config(smp(1, 1, KHZ, false), w, "6.12", 50.0));
+    let t = &sim.tasks[1].stats;
+    let exit = t.exit_ns.expect("exited");
+    assert!(exit >= t.start_ns + 10_000_000, "ended early at {exit}");
+    assert!(exit <= t.start_ns + 10_000_000 + 4_000_000, "ended late at {exit}");
+    assert!(t.cpu_ns < 8_000_000, "ran {} ns: it should have shared the CPU", t.cpu_ns);
+}

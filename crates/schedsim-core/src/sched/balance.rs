@@ -10,7 +10,7 @@
 //! (misfit comes with EAS); NUMA imbalance allowance is the simple `adjust_numa_imbalance` rule;
 //! the balancing work itself costs no simulated CPU time.
 
-use super::rq::IdleType;
+use super::rq::{IdleType, Stopper};
 use super::task::TaskId;
 use crate::engine::Sim;
 
@@ -120,11 +120,19 @@ impl Sim {
             let busy = idle == IdleType::NotIdle;
             let interval = self.balance_interval_ns(cpu, lvl, busy);
             if self.now >= self.domains[cpu][lvl].last_balance + interval {
-                if self.load_balance(cpu, lvl, idle) {
-                    // we pulled work: no longer idle for the levels above
-                    idle = IdleType::NotIdle;
-                }
+                let outcome = self.load_balance(cpu, lvl, idle);
                 self.domains[cpu][lvl].last_balance = self.now;
+                match outcome {
+                    // we pulled work: no longer idle for the levels above
+                    Some(true) => idle = IdleType::NotIdle,
+                    Some(false) => {}
+                    None => {
+                        let interval =
+                            self.balance_interval_ns(cpu, lvl, idle == IdleType::NotIdle);
+                        next = next.min(self.now + interval);
+                        break;
+                    }
+                }
             }
             let interval = self.balance_interval_ns(cpu, lvl, idle == IdleType::NotIdle);
             next = next.min(self.domains[cpu][lvl].last_balance + interval);
@@ -134,6 +142,9 @@ impl Sim {
 
     /// `nohz_balancer_kick()`: a busy CPU asks an idle one to balance for all idle CPUs.
     fn nohz_balancer_kick(&mut self, cpu: usize) {
+        if self.now < self.nohz_next_blocked && self.now < self.nohz_next_balance {
+            return;
+        }
         let n = self.topo.nr_cpus();
         if !(0..n).any(|c| c != cpu && self.idle_cpu(c)) {
             return;
@@ -179,27 +190,79 @@ impl Sim {
         self.nohz_next_balance = next.max(self.now + self.prof.tick_ns());
     }
 
-    /// `newidle_balance()` (`sched_balance_newidle`): pull work before going idle.
+    /// `newidle_balance()` (`sched_balance_newidle`): pull work before going idle. The gate is
+    /// `avg_idle < sysctl_sched_migration_cost` before v5.16 and the lowest domain's
+    /// `max_newidle_lb_cost` from v5.16; each level is tried while the expected idle time covers
+    /// the cost so far plus that level's cost.
     pub fn newidle_balance(&mut self, cpu: usize) -> bool {
         self.rqs[cpu].idle_stamp = self.now;
-        let cost = self.tun.sched_migration_cost_ns.max(0) as u64;
-        if self.rqs[cpu].avg_idle < cost || self.nr_overloaded == 0 {
+        self.decay_newidle_max_lb_cost(cpu);
+        let avg_idle = self.rqs[cpu].avg_idle;
+        let gate = if self.prof.at_least(5, 16) {
+            self.domains[cpu]
+                .first()
+                .map_or(0, |d| d.max_newidle_lb_cost)
+        } else {
+            self.tun.sched_migration_cost_ns.max(0) as u64
+        };
+        if avg_idle < gate || self.nr_overloaded == 0 {
+            self.update_next_balance_idle(cpu, 0);
             return false;
         }
         self.stats.newidle_balances += 1;
         self.update_blocked_averages(cpu);
+        let mut curr_cost = 0;
+        let mut pulled = false;
+        let mut visited = 0;
         for lvl in 0..self.domains[cpu].len() {
-            if self.rqs[cpu].avg_idle < self.domains[cpu][lvl].max_newidle_lb_cost {
+            if avg_idle < curr_cost + self.domains[cpu][lvl].max_newidle_lb_cost {
                 break;
             }
-            if self.load_balance(cpu, lvl, IdleType::NewlyIdle) {
-                return true;
-            }
-            if self.rqs[cpu].cfs.nr_running > 0 {
-                return true;
+            visited = lvl + 1;
+            pulled = self.load_balance(cpu, lvl, IdleType::NewlyIdle) == Some(true)
+                || self.rqs[cpu].cfs.nr_running > 0;
+            let cost = self.newidle_domain_cost(cpu, lvl);
+            let sd = &mut self.domains[cpu][lvl];
+            sd.max_newidle_lb_cost = sd.max_newidle_lb_cost.max(cost);
+            curr_cost += cost;
+            if pulled {
+                break;
             }
         }
-        false
+        self.update_next_balance_idle(cpu, visited.max(1));
+        pulled
+    }
+
+    /// Modelled duration of one new-idle `load_balance` pass over a domain: the preset's
+    /// `balance_per_cpu` cycles for every CPU whose statistics are read, at this CPU's speed.
+    fn newidle_domain_cost(&self, cpu: usize, lvl: usize) -> u64 {
+        let ct = self.topo.cpus[cpu].core_type;
+        let cycles = self.costs[ct].balance_per_cpu * self.domains[cpu][lvl].span.len() as f64;
+        let rate = self.cpu_rate(cpu).max(1e-9);
+        (cycles / rate) as u64
+    }
+
+    /// `max_newidle_lb_cost` decays by 1 % per second (253/256).
+    fn decay_newidle_max_lb_cost(&mut self, cpu: usize) {
+        let now = self.now;
+        for sd in self.domains[cpu].iter_mut() {
+            if now >= sd.next_decay_max_lb_cost {
+                sd.max_newidle_lb_cost = sd.max_newidle_lb_cost * 253 / 256;
+                sd.next_decay_max_lb_cost = now + 1_000_000_000;
+            }
+        }
+    }
+
+    /// `update_next_balance()` for a CPU about to idle: its next balance follows the idle
+    /// (not the busy) intervals of the first `levels` domains.
+    fn update_next_balance_idle(&mut self, cpu: usize, levels: usize) {
+        let mut next = self.rqs[cpu].next_balance;
+        for lvl in 0..levels.min(self.domains[cpu].len()) {
+            let t = self.domains[cpu][lvl].last_balance + self.balance_interval_ns(cpu, lvl, false);
+            next = next.min(t);
+        }
+        self.rqs[cpu].next_balance = next;
+        self.nohz_next_balance = self.nohz_next_balance.min(next);
     }
 
     // ------------------------------------------------------------------ load_balance
@@ -217,13 +280,11 @@ impl Sim {
         }
     }
 
-    /// `update_sg_lb_stats()`.
-    fn sg_lb_stats(&self, group: &[usize], pct: u32) -> SgStats {
-        let mut s = SgStats {
-            group_weight: group.len() as u32,
-            ..SgStats::default()
-        };
-        for &c in group {
+    /// `update_sg_lb_stats()`, over the group's CPUs not excluded (all-pinned retries).
+    fn sg_lb_stats(&self, group: &[usize], pct: u32, excluded: &[usize]) -> SgStats {
+        let mut s = SgStats::default();
+        for &c in group.iter().filter(|c| !excluded.contains(c)) {
+            s.group_weight += 1;
             s.load += self.cpu_load(c);
             s.util += self.cpu_util_cfs(c);
             s.runnable += self.rqs[c].cfs.avg.runnable_avg;
@@ -233,8 +294,12 @@ impl Sim {
             }
             s.group_capacity += self.capacity_of(c);
         }
+        if s.group_weight == 0 {
+            return s;
+        }
         s.classify(pct);
-        if matches!(s.group_type, GroupType::Overloaded | GroupType::FullyBusy) {
+        // computing avg_load makes sense only when the group is overloaded
+        if s.group_type == GroupType::Overloaded {
             s.avg_load = s.load * 1024 / s.group_capacity.max(1);
         }
         s
@@ -249,7 +314,9 @@ impl Sim {
             return s.group_type > busiest.group_type;
         }
         match s.group_type {
-            GroupType::Overloaded | GroupType::FullyBusy => s.avg_load > busiest.avg_load,
+            GroupType::Overloaded => s.avg_load > busiest.avg_load,
+            // avg_load is 0 for fully busy groups: the later group wins
+            GroupType::FullyBusy => s.avg_load >= busiest.avg_load,
             _ => {
                 s.idle_cpus < busiest.idle_cpus
                     || (s.idle_cpus == busiest.idle_cpus && s.nr_running > busiest.nr_running)
@@ -272,13 +339,25 @@ impl Sim {
     }
 
     /// `find_busiest_group()` + `calculate_imbalance()`.
-    fn find_busiest_group(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> Option<Imbalance> {
+    fn find_busiest_group(
+        &mut self,
+        cpu: usize,
+        lvl: usize,
+        idle: IdleType,
+        excluded: &[usize],
+    ) -> Option<Imbalance> {
         let sd = &self.domains[cpu][lvl];
         let pct = sd.imbalance_pct;
-        let stats: Vec<SgStats> = sd.groups.iter().map(|g| self.sg_lb_stats(g, pct)).collect();
+        let stats: Vec<SgStats> = sd
+            .groups
+            .iter()
+            .map(|g| self.sg_lb_stats(g, pct, excluded))
+            .collect();
         let (numa, prefer_sibling, share_llc) = (sd.numa, sd.prefer_sibling, sd.share_llc);
-        let sum_util: u64 = stats.iter().map(|s| s.util).sum();
-        self.update_idle_cpu_scan(cpu, lvl, sum_util);
+        if idle != IdleType::NewlyIdle {
+            let sum_util: u64 = stats.iter().map(|s| s.util).sum();
+            self.update_idle_cpu_scan(cpu, lvl, sum_util);
+        }
         let local = stats[0];
         let mut busiest: Option<usize> = None;
         for (i, s) in stats.iter().enumerate().skip(1) {
@@ -370,11 +449,17 @@ impl Sim {
     }
 
     /// `find_busiest_queue()`.
-    fn find_busiest_queue(&self, cpu: usize, lvl: usize, env: &Imbalance) -> Option<usize> {
+    fn find_busiest_queue(
+        &self,
+        cpu: usize,
+        lvl: usize,
+        env: &Imbalance,
+        excluded: &[usize],
+    ) -> Option<usize> {
         let group = &self.domains[cpu][lvl].groups[env.group];
         let mut best: Option<usize> = None;
         let mut best_val: (u64, u64) = (0, 1);
-        for &c in group {
+        for &c in group.iter().filter(|c| !excluded.contains(c)) {
             let nr = self.rqs[c].cfs.nr_running;
             if nr == 0 {
                 continue;
@@ -391,7 +476,7 @@ impl Sim {
                     if nr <= 1 {
                         continue;
                     }
-                    (self.cpu_util_cfs(c), 1)
+                    (self.cpu_util(c, None, None, self.prof.runnable_boost), 1)
                 }
                 MigrationType::Task => (nr as u64, 1),
             };
@@ -407,8 +492,18 @@ impl Sim {
 
     /// `task_hot()`.
     fn task_hot(&self, t: TaskId, src: usize, cpu: usize, lvl: usize) -> bool {
-        if self.domains[cpu][lvl].share_cpucapacity {
+        if self.domains[cpu][lvl].share_cpucapacity
+            || self.tasks[t].policy == super::task::Policy::Idle
+        {
             return false;
+        }
+        // CACHE_HOT_BUDDY: a buddy is hot when the destination has work
+        let cfs = &self.rqs[src].cfs;
+        if self.prof.feat.cache_hot_buddy
+            && self.rqs[cpu].nr_running() > 0
+            && (cfs.next_buddy == Some(t) || cfs.last_buddy == Some(t))
+        {
+            return true;
         }
         let cost = self.tun.sched_migration_cost_ns;
         if cost == -1 {
@@ -431,6 +526,7 @@ impl Sim {
     }
 
     /// `detach_tasks()` + `attach_tasks()`: move up to the imbalance from `src` to `dst`.
+    /// Returns the number moved and whether every candidate was pinned away from `dst`.
     fn detach_tasks(
         &mut self,
         dst: usize,
@@ -438,23 +534,28 @@ impl Sim {
         lvl: usize,
         idle: IdleType,
         env: &mut Imbalance,
-    ) -> u32 {
+    ) -> (u32, bool) {
         if self.rqs[src].cfs.nr_running <= 1 {
-            return 0;
+            return (0, false);
         }
+        self.update_rq_clock(src);
         let candidates: Vec<TaskId> = self.rqs[src].cfs_tasks.clone();
         let loop_max =
             (self.tun.sched_nr_migrate as usize).min(self.rqs[src].cfs.nr_running as usize);
         let failed = self.domains[dst][lvl].nr_balance_failed;
         let mut moved = 0;
+        let mut all_pinned = true;
         for &t in candidates.iter().take(loop_max) {
             if idle != IdleType::NotIdle && self.rqs[src].cfs.nr_running <= 1 {
                 break;
             }
-            if self.tasks[t].cpu != src
-                || !self.tasks[t].se.on_rq
-                || !self.can_migrate_task(t, src, dst, lvl)
-            {
+            if self.tasks[t].cpu != src || !self.tasks[t].se.on_rq {
+                continue;
+            }
+            if self.tasks[t].allowed(dst) {
+                all_pinned = false;
+            }
+            if !self.can_migrate_task(t, src, dst, lvl) {
                 continue;
             }
             match env.mtype {
@@ -483,66 +584,120 @@ impl Sim {
                 break;
             }
         }
-        moved
+        (moved, all_pinned)
     }
 
-    /// `load_balance()` (`sched_balance_rq`) at domain level `lvl` of `cpu`.
-    pub fn load_balance(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> bool {
+    /// `load_balance()` (`sched_balance_rq`) at domain level `lvl` of `cpu`. Returns whether
+    /// work was pulled, or `None` when another CPU of the group balances this domain
+    /// (`should_we_balance()`; the caller then stops going up, `continue_balancing = 0`).
+    pub fn load_balance(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> Option<bool> {
         self.stats.load_balance_calls += 1;
         if !self.should_we_balance(cpu, lvl, idle) {
-            return false;
+            self.out_balanced(cpu, lvl, idle, false);
+            return None;
         }
-        let Some(mut env) = self.find_busiest_group(cpu, lvl, idle) else {
-            self.out_balanced(cpu, lvl, idle);
-            return false;
+        Some(self.load_balance_body(cpu, lvl, idle))
+    }
+
+    fn load_balance_body(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> bool {
+        let mut excluded: Vec<usize> = Vec::new();
+        let (mut env, busiest) = loop {
+            let Some(env) = self.find_busiest_group(cpu, lvl, idle, &excluded) else {
+                self.out_balanced(cpu, lvl, idle, false);
+                return false;
+            };
+            let Some(busiest) = self.find_busiest_queue(cpu, lvl, &env, &excluded) else {
+                self.out_balanced(cpu, lvl, idle, false);
+                return false;
+            };
+            break (env, busiest);
         };
-        let Some(busiest) = self.find_busiest_queue(cpu, lvl, &env) else {
-            self.out_balanced(cpu, lvl, idle);
-            return false;
-        };
-        let moved = self.detach_tasks(cpu, busiest, lvl, idle, &mut env);
+        let mut busiest = busiest;
+        loop {
+            let (moved, all_pinned) = self.detach_tasks(cpu, busiest, lvl, idle, &mut env);
+            if moved > 0 {
+                self.stats.load_balance_pulled += moved as u64;
+                let sd = &mut self.domains[cpu][lvl];
+                sd.nr_balance_failed = 0;
+                sd.balance_interval_ms = sd.min_interval_ms;
+                return true;
+            }
+            if !all_pinned {
+                break;
+            }
+            // LBF_ALL_PINNED: retry without this CPU while others remain outside the local group
+            excluded.push(busiest);
+            let local = &self.domains[cpu][lvl].groups[0];
+            let span = &self.domains[cpu][lvl].span;
+            if span
+                .iter()
+                .all(|c| local.contains(c) || excluded.contains(c))
+            {
+                self.out_balanced(cpu, lvl, idle, true);
+                return false;
+            }
+            let next = self
+                .find_busiest_group(cpu, lvl, idle, &excluded)
+                .and_then(|e| {
+                    self.find_busiest_queue(cpu, lvl, &e, &excluded)
+                        .map(|b| (e, b))
+                });
+            match next {
+                Some((e, b)) => {
+                    env = e;
+                    busiest = b;
+                }
+                None => {
+                    self.out_balanced(cpu, lvl, idle, true);
+                    return false;
+                }
+            }
+        }
         let sd = &mut self.domains[cpu][lvl];
-        if moved > 0 {
-            self.stats.load_balance_pulled += moved as u64;
-            sd.nr_balance_failed = 0;
-            sd.balance_interval_ms = sd.min_interval_ms;
-            return true;
-        }
         if idle != IdleType::NewlyIdle {
             sd.nr_balance_failed += 1;
         }
-        let active = sd.nr_balance_failed > sd.cache_nice_tries + 2;
-        if active && self.active_balance(busiest, cpu) {
+        // need_active_balance(): from v5.12 the failure count alone triggers it only for
+        // migrate_task (imbalanced_active_balance)
+        let by_failures = sd.nr_balance_failed > sd.cache_nice_tries + 2;
+        let need_active =
+            by_failures && (!self.prof.at_least(5, 12) || env.mtype == MigrationType::Task);
+        if need_active && self.active_balance(busiest, cpu) {
             let sd = &mut self.domains[cpu][lvl];
             sd.nr_balance_failed = sd.cache_nice_tries + 1;
-            sd.balance_interval_ms = sd.min_interval_ms;
-            return false;
         }
         let sd = &mut self.domains[cpu][lvl];
-        if sd.balance_interval_ms < sd.max_interval_ms {
-            sd.balance_interval_ms *= 2;
-        }
+        sd.balance_interval_ms = sd.min_interval_ms;
         false
     }
 
-    fn out_balanced(&mut self, cpu: usize, lvl: usize, idle: IdleType) {
+    /// `out_balanced` / `out_all_pinned` → `out_one_pinned`: reset the failure count and back
+    /// the interval off (up to MAX_PINNED_INTERVAL when everything was pinned).
+    fn out_balanced(&mut self, cpu: usize, lvl: usize, idle: IdleType, all_pinned: bool) {
+        const MAX_PINNED_INTERVAL_MS: u64 = 512;
         let sd = &mut self.domains[cpu][lvl];
         sd.nr_balance_failed = 0;
-        if idle != IdleType::NewlyIdle && sd.balance_interval_ms < sd.max_interval_ms {
+        if idle == IdleType::NewlyIdle {
+            return;
+        }
+        if (all_pinned && sd.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
+            || sd.balance_interval_ms < sd.max_interval_ms
+        {
             sd.balance_interval_ms *= 2;
         }
     }
 
-    /// Active balancing: the stopper on `src` preempts its running task and pushes it to `dst`.
+    /// Active balancing: the stopper on `src` preempts the running task and pushes the least
+    /// recently run task that may run on `dst` (`active_load_balance_cpu_stop`).
     fn active_balance(&mut self, src: usize, dst: usize) -> bool {
         let Some(t) = self.rqs[src].curr else {
             return false;
         };
-        if !self.tasks[t].allowed(dst) || self.rqs[src].migrate_curr_to.is_some() {
+        if !self.tasks[t].allowed(dst) || self.rqs[src].stopper.is_some() {
             return false;
         }
         self.stats.active_balances += 1;
-        self.rqs[src].migrate_curr_to = Some(dst);
+        self.rqs[src].stopper = Some(Stopper::PushAny { dst });
         self.queue_schedule(src);
         true
     }

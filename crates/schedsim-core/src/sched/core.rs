@@ -6,7 +6,7 @@
 
 use super::fair::EnqFlags;
 use super::pelt;
-use super::rq::IdleType;
+use super::rq::{IdleType, Stopper};
 use super::task::{
     nice_to_weight, Burst, Policy, SchedEntity, Task, TaskId, TaskState, WEIGHT_IDLEPRIO,
 };
@@ -268,7 +268,7 @@ impl Sim {
         if self.prof.fair == crate::sim::profile::FairFlavor::Cfs {
             let min = self.rqs[old].cfs.min_vruntime;
             let se = &mut self.tasks[t].se;
-            se.vruntime = se.vruntime.saturating_sub(min);
+            se.vruntime = se.vruntime.wrapping_sub(min);
         }
         // remove_entity_load_avg(): sync to the old cfs_rq and queue the removal
         let last = self.rqs[old].cfs.avg.last_update_time;
@@ -396,12 +396,10 @@ impl Sim {
         self.update_rq_clock(cpu);
         if let Some(p) = prev {
             self.put_prev_task_fair(cpu, p);
-            if let Some(dst) = self.rqs[cpu].migrate_curr_to.take() {
-                if self.tasks[p].se.on_rq && self.tasks[p].cpu == cpu {
-                    // the stopper runs: sync the task's progress, then push it away
-                    self.sync_cpu(cpu);
-                    self.move_queued_task(p, cpu, dst);
-                }
+            if let Some(work) = self.rqs[cpu].stopper.take() {
+                // the stopper preempted the running task: sync its progress, then move a task
+                self.sync_cpu(cpu);
+                self.run_stopper(cpu, work);
             }
         }
         let mut next = self.pick_next_task_fair(cpu);
@@ -662,8 +660,8 @@ impl Sim {
                     cpu,
                     Burst {
                         cycles: c,
-                        stall_ns: 0.0,
                         overhead: true,
+                        ..Burst::default()
                     },
                 );
                 return Ok(());
@@ -699,7 +697,7 @@ impl Sim {
                         Burst {
                             cycles,
                             stall_ns,
-                            overhead: false,
+                            ..Burst::default()
                         },
                     );
                     return Ok(false);
@@ -713,9 +711,9 @@ impl Sim {
                         t,
                         cpu,
                         Burst {
-                            cycles: 0.0,
                             stall_ns: ns as f64,
-                            overhead: false,
+                            wall_until: Some(self.now + ns),
+                            ..Burst::default()
                         },
                     );
                     return Ok(false);
@@ -871,9 +869,25 @@ impl Sim {
             return false;
         }
         // migration_cpu_stop: the stopper preempts the task and pushes it to dest
-        self.rqs[cpu].migrate_curr_to = Some(dest);
+        self.rqs[cpu].stopper = Some(Stopper::Migrate { task: t, dst: dest });
         self.queue_schedule(cpu);
         true
+    }
+
+    fn run_stopper(&mut self, cpu: usize, work: Stopper) {
+        let victim = match work {
+            Stopper::Migrate { task, dst } => Some((task, dst))
+                .filter(|&(t, _)| self.tasks[t].se.on_rq && self.tasks[t].cpu == cpu),
+            Stopper::PushAny { dst } => self.rqs[cpu]
+                .cfs_tasks
+                .iter()
+                .copied()
+                .find(|&t| self.tasks[t].se.on_rq && self.tasks[t].allowed(dst))
+                .map(|t| (t, dst)),
+        };
+        if let Some((t, dst)) = victim {
+            self.move_queued_task(t, cpu, dst);
+        }
     }
 
     /// Whether `cpu` is idle for balancing purposes.

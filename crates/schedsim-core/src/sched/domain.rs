@@ -41,8 +41,9 @@ pub struct SchedDomain {
     pub balance_interval_ms: u64,
     pub nr_balance_failed: u32,
     pub last_balance: u64,
-    /// `max_newidle_lb_cost` (ns).
+    /// `max_newidle_lb_cost` (ns) and when it next decays.
     pub max_newidle_lb_cost: u64,
+    pub next_decay_max_lb_cost: u64,
     /// SD_SHARE_CPUCAPACITY (SMT), SD_SHARE_LLC, SD_NUMA, SD_PREFER_SIBLING (on the child).
     pub share_cpucapacity: bool,
     pub share_llc: bool,
@@ -97,7 +98,11 @@ pub fn build_sched_domains(
                     Level::Mc => 117,
                     _ => imbalance_pct_pkg,
                 },
-                cache_nice_tries: if numa { 2 } else { 1 },
+                cache_nice_tries: match level {
+                    Level::Smt => 0,
+                    Level::Numa => 2,
+                    _ => 1,
+                },
                 busy_factor,
                 min_interval_ms: weight,
                 max_interval_ms: 2 * weight,
@@ -105,6 +110,7 @@ pub fn build_sched_domains(
                 nr_balance_failed: 0,
                 last_balance: 0,
                 max_newidle_lb_cost: 0,
+                next_decay_max_lb_cost: 0,
                 share_cpucapacity: level == Level::Smt,
                 share_llc: matches!(level, Level::Smt | Level::Mc),
                 numa,

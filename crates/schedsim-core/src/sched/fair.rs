@@ -276,7 +276,9 @@ impl Sim {
             (None, None) => return,
         };
         let cfs = &mut self.rqs[cpu].cfs;
-        cfs.min_vruntime = cfs.min_vruntime.max(v);
+        if (v as i64).wrapping_sub(cfs.min_vruntime as i64) > 0 {
+            cfs.min_vruntime = v;
+        }
     }
 
     /// Entities that count for V: the queued ones and an on-rq curr.
@@ -312,8 +314,12 @@ impl Sim {
 
     /// `entity_eligible()`: v ≤ V without division.
     pub fn entity_eligible(&self, cpu: usize, t: TaskId) -> bool {
+        let sums = self.avg_vruntime_sums(cpu);
+        self.eligible_with(cpu, sums, t)
+    }
+
+    fn eligible_with(&self, cpu: usize, (sum, load): (i128, i128), t: TaskId) -> bool {
         let origin = self.rqs[cpu].cfs.min_vruntime as i128;
-        let (sum, load) = self.avg_vruntime_sums(cpu);
         let key = self.tasks[t].se.vruntime as i128 - origin;
         sum >= key * load
     }
@@ -405,7 +411,10 @@ impl Sim {
             v = v.saturating_sub(thresh);
         }
         let se = &mut self.tasks[t].se;
-        se.vruntime = se.vruntime.max(v);
+        // max_vruntime(): never gain from sleeping beyond the credit
+        if (v as i64).wrapping_sub(se.vruntime as i64) > 0 {
+            se.vruntime = v;
+        }
     }
 
     // ------------------------------------------------------------------ enqueue / dequeue
@@ -417,11 +426,15 @@ impl Sim {
         // CFS keeps a migrating or new task's vruntime relative to its old min_vruntime.
         let renorm = cfs_flavor && (!f.wakeup || f.migrated);
         if renorm && is_curr {
-            self.tasks[t].se.vruntime += self.rqs[cpu].cfs.min_vruntime;
+            let min = self.rqs[cpu].cfs.min_vruntime;
+            let se = &mut self.tasks[t].se;
+            se.vruntime = se.vruntime.wrapping_add(min);
         }
         self.update_curr(cpu);
         if renorm && !is_curr {
-            self.tasks[t].se.vruntime += self.rqs[cpu].cfs.min_vruntime;
+            let min = self.rqs[cpu].cfs.min_vruntime;
+            let se = &mut self.tasks[t].se;
+            se.vruntime = se.vruntime.wrapping_add(min);
         }
         self.update_load_avg(
             cpu,
@@ -491,7 +504,7 @@ impl Sim {
         if self.prof.fair == FairFlavor::Cfs && !sleep {
             let min = self.rqs[cpu].cfs.min_vruntime;
             let se = &mut self.tasks[t].se;
-            se.vruntime = se.vruntime.saturating_sub(min);
+            se.vruntime = se.vruntime.wrapping_sub(min);
         }
         self.update_min_vruntime(cpu);
         if let Some(i) = self.rqs[cpu].cfs_tasks.iter().position(|&x| x == t) {
@@ -573,6 +586,13 @@ impl Sim {
     }
 
     fn pick_cfs(&mut self, cpu: usize) -> Option<TaskId> {
+        let picked = self.pick_cfs_entity(cpu)?;
+        // pick_next_entity() ends with clear_buddies(cfs_rq, se)
+        self.clear_buddy_of(cpu, picked);
+        Some(picked)
+    }
+
+    fn pick_cfs_entity(&self, cpu: usize) -> Option<TaskId> {
         let left = self.leftmost(cpu)?;
         let cfs = &self.rqs[cpu].cfs;
         if let Some(n) = cfs
@@ -602,7 +622,8 @@ impl Sim {
         if cfs.queued.len() == 1 && curr.is_none() {
             return Some(cfs.queued[0]);
         }
-        let curr = curr.filter(|&c| self.entity_eligible(cpu, c));
+        let sums = self.avg_vruntime_sums(cpu);
+        let curr = curr.filter(|&c| self.eligible_with(cpu, sums, c));
         if protect && self.prof.feat.run_to_parity {
             if let Some(c) = curr {
                 if self.tasks[c].se.vlag == self.tasks[c].se.deadline as i64 {
@@ -614,7 +635,7 @@ impl Sim {
             .queued
             .iter()
             .copied()
-            .filter(|&t| self.entity_eligible(cpu, t))
+            .filter(|&t| self.eligible_with(cpu, sums, t))
             .min_by_key(|&t| (self.tasks[t].se.deadline, self.tasks[t].pid));
         match (curr, best) {
             (Some(c), Some(b)) if self.tasks[c].se.deadline < self.tasks[b].se.deadline => Some(c),

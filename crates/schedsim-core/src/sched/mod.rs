@@ -35,8 +35,7 @@ const TUNABLE_NAMES: &[&str] = &[
 ];
 
 impl Tunables {
-    /// Defaults of the profile on `nr_cpus` CPUs, then user overrides. Keys that belong to
-    /// other subsystems (containing a '.') are left to them.
+    /// Defaults of the profile on `nr_cpus` CPUs, then user overrides. Every key must be known.
     pub fn new(
         prof: &KernelProfile,
         nr_cpus: usize,
@@ -44,9 +43,6 @@ impl Tunables {
     ) -> Result<Self, String> {
         let mut scaling = 1u64;
         for (k, v) in overrides {
-            if k.contains('.') {
-                continue;
-            }
             if !TUNABLE_NAMES.contains(&k.as_str()) {
                 return Err(format!(
                     "unknown tunable '{k}'; known scheduler tunables: {}",

@@ -24,6 +24,19 @@ pub struct CfsRq {
     pub next_buddy: Option<TaskId>,
 }
 
+/// Initial `min_vruntime`: far from 0 so that relative vruntimes (which may be negative, as u64
+/// wrapping values in the kernel) never wrap around in a run.
+pub const VRUNTIME_ORIGIN: u64 = 1 << 40;
+
+/// What the stopper (`migration/N`) does when it preempts the running task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopper {
+    /// `active_load_balance_cpu_stop()`: push the least recently run task allowed on `dst`.
+    PushAny { dst: usize },
+    /// `migration_cpu_stop()`: move this task (exec balancing).
+    Migrate { task: TaskId, dst: usize },
+}
+
 /// Why a CPU is balancing (`enum cpu_idle_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdleType {
@@ -65,9 +78,8 @@ pub struct Rq {
     /// `rq->cpu_capacity` (capacity left for CFS).
     pub cpu_capacity: u64,
     pub has_blocked_load: bool,
-    /// The stopper will push the running task to this CPU at the next `schedule()` (active
-    /// balancing, exec balancing).
-    pub migrate_curr_to: Option<usize>,
+    /// Work for the stopper thread, done at the next `schedule()` of this CPU.
+    pub stopper: Option<Stopper>,
     /// Statistics.
     pub busy_ns: u64,
     pub idle_ns: u64,
@@ -83,7 +95,10 @@ impl Rq {
         Rq {
             cpu,
             curr: None,
-            cfs: CfsRq::default(),
+            cfs: CfsRq {
+                min_vruntime: VRUNTIME_ORIGIN,
+                ..CfsRq::default()
+            },
             cfs_tasks: Vec::new(),
             clock_task: 0,
             clock_pelt: 0,
@@ -102,7 +117,7 @@ impl Rq {
             idle_stamp: 0,
             cpu_capacity: capacity,
             has_blocked_load: false,
-            migrate_curr_to: None,
+            stopper: None,
             busy_ns: 0,
             idle_ns: 0,
             last_state_change: 0,

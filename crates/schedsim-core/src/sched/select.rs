@@ -356,9 +356,10 @@ impl Sim {
                     } else {
                         match s.group_type {
                             GroupType::Overloaded | GroupType::FullyBusy => s.avg_load < b.avg_load,
+                            // most idle CPUs, then the lowest utilization
                             _ => {
                                 s.idle_cpus > b.idle_cpus
-                                    || (s.idle_cpus == b.idle_cpus && s.nr_running < b.nr_running)
+                                    || (s.idle_cpus == b.idle_cpus && s.util < b.util)
                             }
                         }
                     }

@@ -81,6 +81,8 @@ pub struct Burst {
     pub stall_ns: f64,
     /// The burst belongs to the kernel (scheduler/syscall overhead), not to the program.
     pub overhead: bool,
+    /// A wall-time burst (rt-app `runtime`) ends at this instant, preempted or not.
+    pub wall_until: Option<u64>,
 }
 
 impl Burst {
@@ -205,7 +207,7 @@ mod tests {
         let mut b = Burst {
             cycles: 4000.0,
             stall_ns: 1000.0,
-            overhead: false,
+            ..Burst::default()
         };
         // 4 cycles/ns: 1000 ns of cycles + 1000 ns of stall
         assert!((b.duration_ns(4.0) - 2000.0).abs() < 1e-9);

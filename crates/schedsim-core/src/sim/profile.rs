@@ -33,9 +33,7 @@ pub struct SchedFeatures {
     pub wa_weight: bool,
     pub wa_bias: bool,
     pub sis_util: bool,
-    pub attach_age_load: bool,
     pub lb_min: bool,
-    pub alt_period: bool,
     pub base_slice: bool,
 }
 
@@ -88,9 +86,7 @@ const BOOL_FEATURES: &[&str] = &[
     "WA_WEIGHT",
     "WA_BIAS",
     "SIS_UTIL",
-    "ATTACH_AGE_LOAD",
     "LB_MIN",
-    "ALT_PERIOD",
     "BASE_SLICE",
     "RUNNABLE_BOOST",
 ];
@@ -119,9 +115,7 @@ impl KernelProfile {
             wa_weight: true,
             wa_bias: true,
             sis_util: at_least(6, 0),
-            attach_age_load: true,
             lb_min: false,
-            alt_period: at_least(5, 13) && !eevdf,
             base_slice: at_least(5, 13) && !eevdf,
         };
         let mut p = KernelProfile {
@@ -201,9 +195,7 @@ impl KernelProfile {
             "WA_WEIGHT" => f.wa_weight = on,
             "WA_BIAS" => f.wa_bias = on,
             "SIS_UTIL" => f.sis_util = on,
-            "ATTACH_AGE_LOAD" => f.attach_age_load = on,
             "LB_MIN" => f.lb_min = on,
-            "ALT_PERIOD" => f.alt_period = on,
             "BASE_SLICE" => f.base_slice = on,
             "RUNNABLE_BOOST" => self.runnable_boost = on,
             _ => unreachable!("every BOOL_FEATURES entry is matched"),
@@ -252,9 +244,7 @@ impl KernelProfile {
             ("WA_WEIGHT", f.wa_weight),
             ("WA_BIAS", f.wa_bias),
             ("SIS_UTIL", f.sis_util),
-            ("ATTACH_AGE_LOAD", f.attach_age_load),
             ("LB_MIN", f.lb_min),
-            ("ALT_PERIOD", f.alt_period),
             ("BASE_SLICE", f.base_slice),
             ("RUNNABLE_BOOST", self.runnable_boost),
         ]

@@ -19,8 +19,8 @@ pub fn info() -> WorkloadInfo {
         description: "rt-app-like periodic tasks: run duty_pct % of period_ms (work calibrated on the fastest CPU at max frequency), then sleep to the next period.",
         params: vec![
             ParamInfo { name: "tasks", default: 1.into(), description: "number of periodic tasks" },
-            ParamInfo { name: "period_ms", default: 16.into(), description: "activation period (ms)" },
-            ParamInfo { name: "duty_pct", default: 50.into(), description: "work per activation, % of the period on the fastest CPU at max frequency" },
+            ParamInfo { name: "period_ms", default: 16.0.into(), description: "activation period (ms)" },
+            ParamInfo { name: "duty_pct", default: 50.0.into(), description: "work per activation, % of the period on the fastest CPU at max frequency" },
             ParamInfo { name: "nice", default: 0.into(), description: "nice level of every task" },
         ],
         metrics: vec!["activations", "run_us_mean", "slack_us_mean", "missed_pct", "wakeup_latency_us_mean", "wakeup_latency_us_max"],
