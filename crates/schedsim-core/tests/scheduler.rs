@@ -266,12 +266,20 @@ fn cfs_keeps_the_sleeper_credit_across_a_wakeup_migration() {
 fn run_for_is_wall_time_like_rt_app_runtime() {
     // A 10 ms `run_for` shares one CPU with a hog: it ends 10 ms after it started, having run
     // for only part of that time; a 10 ms `run` of work would need the full 10 ms of CPU.
-    let wall = json!({"name": "wall", "program": [{"op": "run_for", "ns": 10_000_000}, {"op": "exit"}]});
+    let wall =
+        json!({"name": "wall", "program": [{"op": "run_for", "ns": 10_000_000}, {"op": "exit"}]});
     let w = custom(json!([hog("hog", 0, None), wall]), json!([]));
     let sim = run(config(smp(1, 1, KHZ, false), w, "6.12", 50.0));
     let t = &sim.tasks[1].stats;
     let exit = t.exit_ns.expect("exited");
     assert!(exit >= t.start_ns + 10_000_000, "ended early at {exit}");
-    assert!(exit <= t.start_ns + 10_000_000 + 4_000_000, "ended late at {exit}");
-    assert!(t.cpu_ns < 8_000_000, "ran {} ns: it should have shared the CPU", t.cpu_ns);
+    assert!(
+        exit <= t.start_ns + 10_000_000 + 4_000_000,
+        "ended late at {exit}"
+    );
+    assert!(
+        t.cpu_ns < 8_000_000,
+        "ran {} ns: it should have shared the CPU",
+        t.cpu_ns
+    );
 }
