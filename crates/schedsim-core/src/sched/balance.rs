@@ -601,18 +601,14 @@ impl Sim {
 
     fn load_balance_body(&mut self, cpu: usize, lvl: usize, idle: IdleType) -> bool {
         let mut excluded: Vec<usize> = Vec::new();
-        let (mut env, busiest) = loop {
-            let Some(env) = self.find_busiest_group(cpu, lvl, idle, &excluded) else {
-                self.out_balanced(cpu, lvl, idle, false);
-                return false;
-            };
-            let Some(busiest) = self.find_busiest_queue(cpu, lvl, &env, &excluded) else {
-                self.out_balanced(cpu, lvl, idle, false);
-                return false;
-            };
-            break (env, busiest);
+        let Some(mut env) = self.find_busiest_group(cpu, lvl, idle, &excluded) else {
+            self.out_balanced(cpu, lvl, idle, false);
+            return false;
         };
-        let mut busiest = busiest;
+        let Some(mut busiest) = self.find_busiest_queue(cpu, lvl, &env, &excluded) else {
+            self.out_balanced(cpu, lvl, idle, false);
+            return false;
+        };
         loop {
             let (moved, all_pinned) = self.detach_tasks(cpu, busiest, lvl, idle, &mut env);
             if moved > 0 {
