@@ -82,6 +82,10 @@ pub struct CpufreqSpec {
     pub invariance: String,
 }
 
+fn default_coordination() -> String {
+    "max-active".to_string()
+}
+
 fn default_governor() -> String {
     "performance".to_string()
 }
@@ -134,6 +138,63 @@ pub struct MachineSpec {
     pub power: PowerSpec,
     /// TSC / MPERF reference frequency (kHz); on x86 the base (P1) frequency.
     pub tsc_khz: u64,
+    /// Package C-states, shallowest first; a package enters the deepest one whose
+    /// `min_core_state` every core of the package has reached.
+    #[serde(default)]
+    pub package_idle_states: Vec<PackageIdleStateSpec>,
+    /// Hardware P-states (Intel HWP), when the part has them.
+    #[serde(default)]
+    pub hwp: Option<HwpSpec>,
+}
+
+/// A package C-state (PC2..PC10 on Intel, cluster-off on Arm).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackageIdleStateSpec {
+    pub name: String,
+    /// Index of the core idle state (in each core type's list) every core must be in, or deeper.
+    pub min_core_state: usize,
+    /// Package (uncore) power in this state (mW), replacing `package_idle_mw`.
+    pub power_mw: f64,
+    /// Extra exit latency a wakeup pays when the package was in this state.
+    #[serde(default)]
+    pub exit_latency_us: u64,
+}
+
+/// HWP capabilities and the parameters of the autonomous-selection stand-in (Intel does not
+/// publish the algorithm; see `cpufreq::hwp`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HwpSpec {
+    /// HWP_CAPABILITIES in kHz: highest (1-core turbo), guaranteed (P1), most efficient, lowest.
+    pub highest_khz: u64,
+    pub guaranteed_khz: u64,
+    pub efficient_khz: u64,
+    pub lowest_khz: u64,
+    /// EPP the firmware leaves in HWP_REQUEST (0x80 = balance_performance).
+    #[serde(default = "default_epp")]
+    pub default_epp: u8,
+    /// How often the hardware re-evaluates its choice (ns).
+    #[serde(default = "default_hwp_sample")]
+    pub sample_ns: u64,
+    /// Target frequency = busy fraction × highest × (1 + headroom), with the headroom moving
+    /// linearly from `headroom_epp0` at EPP 0 to `headroom_epp255` at EPP 255.
+    #[serde(default)]
+    pub headroom_epp0: f64,
+    #[serde(default)]
+    pub headroom_epp255: f64,
+    /// Largest frequency step per sample up and down (kHz); 0 = unlimited.
+    #[serde(default)]
+    pub ramp_up_khz: u64,
+    #[serde(default)]
+    pub ramp_down_khz: u64,
+}
+
+fn default_epp() -> u8 {
+    0x80
+}
+fn default_hwp_sample() -> u64 {
+    1_000_000
 }
 
 /// One logical CPU and where it sits.
@@ -190,6 +251,10 @@ pub struct OppSpec {
 pub struct FreqDomainSpec {
     /// `thread`, `core`, `cluster` or `package`.
     pub granularity: String,
+    /// How the hardware resolves different requests of the domain's CPUs: `max-active` (the
+    /// highest request among CPUs not in a deep idle state, Intel) or `max` (all members).
+    #[serde(default = "default_coordination")]
+    pub coordination: String,
     /// Selectable frequencies, ascending. On x86 these are the P-states (ratio × 100 MHz)
     /// up to the 1-core turbo.
     pub opps: Vec<OppSpec>,
@@ -240,6 +305,15 @@ pub struct PowerSpec {
     /// Extra power fraction of a core when its second (k-th) SMT thread is busy.
     #[serde(default)]
     pub smt_power_factor: f64,
+    /// Long-term package power limit (Intel PL1 / AMD PPT), mW; 0 = none. While the package's
+    /// power averaged over `power_limit_tau_ms` exceeds it, the turbo ceiling steps down.
+    #[serde(default)]
+    pub power_limit_mw: f64,
+    #[serde(default)]
+    pub power_limit_tau_ms: f64,
+    /// Short-term limit (Intel PL2), mW; 0 = none.
+    #[serde(default)]
+    pub power_limit2_mw: f64,
 }
 
 impl SimConfig {

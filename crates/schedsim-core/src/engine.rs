@@ -11,7 +11,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::config::{IdleStateSpec, SimConfig};
 use crate::cpufreq::Governor;
 use crate::hw::freq::{Counters, FreqDomain};
-use crate::hw::power::{core_power_mw, uncore_power_mw, CoreActivity};
+use crate::hw::state::HwState;
 use crate::hw::topology::Topology;
 use crate::sched::domain::{build_sched_domains, SchedDomain};
 use crate::sched::rq::Rq;
@@ -40,6 +40,10 @@ pub enum Ev {
     TaskStart { task: TaskId },
     /// Per-interval turbostat sample.
     Sample,
+    /// A domain's delayed frequency change takes effect (transition latency).
+    FreqUpdate { fd: usize },
+    /// The package power-limit controller runs.
+    PowerLimit { pkg: usize },
     /// End of the run.
     End,
 }
@@ -117,16 +121,7 @@ pub struct Sim {
     pub costs: Vec<KernelCosts>,
     pub idle_states: Vec<Vec<IdleStateSpec>>,
     pub cpu_timers: Vec<BinaryHeap<Reverse<Time>>>,
-    // hardware bookkeeping
-    pub core_busy: Vec<u32>,
-    pub core_active: Vec<bool>,
-    pub pkg_active_cores: Vec<u32>,
-    pub core_power_mw: Vec<f64>,
-    pub pkg_uncore_mw: Vec<f64>,
-    pub pkg_energy_uj: Vec<f64>,
-    pub pkg_core_energy_uj: Vec<f64>,
-    pub pkg_energy_t: Vec<Time>,
-    pub pkg_max_khz: Vec<u64>,
+    pub hw: HwState,
     // load balancing
     pub llc_has_idle_cores: Vec<bool>,
     pub llc_nr_idle_scan: Vec<u32>,
@@ -267,15 +262,7 @@ impl Sim {
             costs,
             idle_states,
             cpu_timers: vec![BinaryHeap::new(); n],
-            core_busy: vec![0; ncores],
-            core_active: vec![false; ncores],
-            pkg_active_cores: vec![0; npkg],
-            core_power_mw: vec![0.0; ncores],
-            pkg_uncore_mw: vec![0.0; npkg],
-            pkg_energy_uj: vec![0.0; npkg],
-            pkg_core_energy_uj: vec![0.0; npkg],
-            pkg_energy_t: vec![0; npkg],
-            pkg_max_khz,
+            hw: HwState::new(ncores, npkg, n, pkg_max_khz),
             llc_has_idle_cores: vec![true; nllc],
             llc_nr_idle_scan: topo.llc_cpus.iter().map(|l| l.len() as u32).collect(),
             nohz_next_balance: 0,
@@ -306,6 +293,7 @@ impl Sim {
         Ok(sim)
     }
 
+    /// The fixed-frequency governors set every CPU's request once.
     fn init_cpufreq(&mut self) {
         for i in 0..self.fds.len() {
             let f = match self.governor {
@@ -314,8 +302,9 @@ impl Sim {
             };
             self.fds[i].requested_khz = f;
             self.fds[i].delivered_khz = self.fds[i].deliver(f, 0);
-            if self.trace.is_some() {
-                for c in self.fds[i].cpus.clone() {
+            for c in self.fds[i].cpus.clone() {
+                self.hw.cpu_req_khz[c] = f;
+                if self.trace.is_some() {
                     self.trace_event(c, Payload::CpuFrequency { khz: f, cpu: c });
                 }
             }
@@ -330,12 +319,7 @@ impl Sim {
             self.rqs[cpu].idle_entered = 0;
             self.rqs[cpu].idle_stamp = 0;
         }
-        for core in 0..self.topo.core_cpus.len() {
-            self.refresh_core(core);
-        }
-        for p in 0..self.pkg_active_cores.len() {
-            self.refresh_package_freq(p);
-        }
+        self.init_hw();
     }
 
     // ------------------------------------------------------------------ event loop
@@ -395,6 +379,14 @@ impl Sim {
                 self.events.schedule(t, Ev::Sample);
                 Ok(())
             }
+            Ev::FreqUpdate { fd } => {
+                self.apply_domain_frequency(fd);
+                Ok(())
+            }
+            Ev::PowerLimit { pkg } => {
+                self.power_limit_step(pkg);
+                Ok(())
+            }
             Ev::End => {
                 self.finished = true;
                 Ok(())
@@ -436,198 +428,6 @@ impl Sim {
         if !self.rqs[cpu].need_resched {
             self.rqs[cpu].need_resched = true;
             self.resched_queue.push_back(cpu);
-        }
-    }
-
-    // ------------------------------------------------------------------ hardware bookkeeping
-
-    /// Work speed of `cpu` in cycles per ns: delivered frequency × SMT share × IPC scale.
-    pub fn cpu_rate(&self, cpu: usize) -> f64 {
-        let info = &self.topo.cpus[cpu];
-        let khz = self.fds[info.freq_domain].delivered_khz as f64;
-        let busy = self.core_busy[info.core].max(1) as usize;
-        let share = self.cfg.machine.core_types[info.core_type]
-            .smt_share
-            .get(busy - 1)
-            .copied()
-            .unwrap_or(1.0);
-        khz * 1e-6 * share * info.ipc_scale
-    }
-
-    /// Integrate `cpu`'s counters, busy/idle time and burst progress up to now.
-    pub fn sync_cpu(&mut self, cpu: usize) {
-        let rq = &self.rqs[cpu];
-        let dt = self.now - rq.last_state_change;
-        if dt == 0 {
-            return;
-        }
-        let busy = rq.curr.is_some();
-        let fd = self.topo.cpus[cpu].freq_domain;
-        let khz = self.fds[fd].delivered_khz;
-        self.counters[cpu].advance(dt, busy, khz, self.cfg.machine.tsc_khz);
-        let rq = &mut self.rqs[cpu];
-        if busy {
-            rq.busy_ns += dt;
-        } else {
-            rq.idle_ns += dt;
-            if let Some(s) = rq.idle_state {
-                rq.idle_state_ns[s] += dt;
-            }
-        }
-        rq.last_state_change = self.now;
-        if let Some(t) = rq.curr {
-            let rate = rq.burst_rate;
-            if let Some(b) = self.tasks[t].burst.as_mut() {
-                b.advance(dt as f64, rate);
-            }
-        }
-    }
-
-    /// Integrate the package's energy up to now with its current power.
-    pub fn sync_package(&mut self, pkg: usize) {
-        let dt = self.now - self.pkg_energy_t[pkg];
-        if dt == 0 {
-            return;
-        }
-        let cores: f64 = self.topo.package_cores[pkg]
-            .iter()
-            .map(|&c| self.core_power_mw[c])
-            .sum();
-        // mW × ns = 1e-12 J = 1e-6 µJ
-        self.pkg_core_energy_uj[pkg] += cores * dt as f64 * 1e-6;
-        self.pkg_energy_uj[pkg] += (cores + self.pkg_uncore_mw[pkg]) * dt as f64 * 1e-6;
-        self.pkg_energy_t[pkg] = self.now;
-    }
-
-    /// Bring everything that a busy/idle change on `cpu` can affect up to now: its SMT siblings
-    /// (their share changes) and, on turbo parts, every CPU of the package (the turbo limit
-    /// depends on the active core count).
-    pub fn hw_sync_for(&mut self, cpu: usize) {
-        let pkg = self.topo.cpus[cpu].package;
-        self.sync_package(pkg);
-        let fd = self.topo.cpus[cpu].freq_domain;
-        if self.fds[fd].turbo_khz.is_empty() {
-            for s in self.topo.core_cpus[self.topo.cpus[cpu].core].clone() {
-                self.sync_cpu(s);
-            }
-        } else {
-            for s in self.topo.package_cpus[pkg].clone() {
-                self.sync_cpu(s);
-            }
-        }
-    }
-
-    /// After a busy/idle change on `cpu`: recompute its core's activity and power, the package's
-    /// active cores and turbo frequency, and re-arm bursts whose speed changed.
-    pub fn hw_update_for(&mut self, cpu: usize) {
-        let core = self.topo.cpus[cpu].core;
-        let pkg = self.topo.cpus[cpu].package;
-        self.refresh_core(core);
-        let freq_changed = self.refresh_package_freq(pkg);
-        let targets: Vec<usize> = if freq_changed {
-            self.topo.package_cpus[pkg].clone()
-        } else {
-            self.topo.core_cpus[core].clone()
-        };
-        for c in targets {
-            self.rearm_burst(c);
-        }
-    }
-
-    fn refresh_core(&mut self, core: usize) {
-        let cpus = &self.topo.core_cpus[core];
-        let mut busy = 0;
-        let mut active = false;
-        let mut idle_mw = f64::INFINITY;
-        for &c in cpus {
-            let rq = &self.rqs[c];
-            let ct = self.topo.cpus[c].core_type;
-            if rq.curr.is_some() || rq.waking {
-                busy += rq.curr.is_some() as u32;
-                active = true;
-            } else if let Some(s) = rq.idle_state {
-                let st = &self.idle_states[ct][s];
-                active |= st.turbo_active;
-                idle_mw = idle_mw.min(st.power_mw);
-            }
-        }
-        if !idle_mw.is_finite() {
-            idle_mw = 0.0;
-        }
-        let pkg = self.topo.cpus[cpus[0]].package;
-        if self.core_active[core] != active {
-            self.core_active[core] = active;
-            if active {
-                self.pkg_active_cores[pkg] += 1;
-            } else {
-                self.pkg_active_cores[pkg] -= 1;
-            }
-        }
-        self.core_busy[core] = busy;
-        self.update_core_power(core, idle_mw);
-    }
-
-    fn update_core_power(&mut self, core: usize, idle_mw: f64) {
-        let c0 = self.topo.core_cpus[core][0];
-        let fd = &self.fds[self.topo.cpus[c0].freq_domain];
-        let khz = fd.delivered_khz;
-        let opp = fd.opp_at_or_above(khz);
-        let act = CoreActivity {
-            busy_threads: self.core_busy[core] as usize,
-            khz,
-            uv: opp.uv,
-            opp_power_mw: opp.power_mw,
-            idle_power_mw: idle_mw,
-        };
-        self.core_power_mw[core] = core_power_mw(&self.cfg.machine.power, &act);
-    }
-
-    /// Recompute delivered frequencies of the package's domains (turbo limit by active cores)
-    /// and its uncore power. Returns true when a delivered frequency changed.
-    fn refresh_package_freq(&mut self, pkg: usize) -> bool {
-        let active = self.pkg_active_cores[pkg] as usize;
-        let mut changed = false;
-        let mut top = 0;
-        for i in 0..self.fds.len() {
-            if self.fds[i].package != pkg {
-                continue;
-            }
-            let d = self.fds[i].deliver(self.fds[i].requested_khz, active);
-            if d != self.fds[i].delivered_khz {
-                self.fds[i].delivered_khz = d;
-                changed = true;
-            }
-            top = top.max(d);
-        }
-        if changed {
-            for core in self.topo.package_cores[pkg].clone() {
-                let idle_mw = self.core_idle_mw(core);
-                self.update_core_power(core, idle_mw);
-            }
-        }
-        let any_busy = self.topo.package_cores[pkg]
-            .iter()
-            .any(|&c| self.core_busy[c] > 0);
-        self.pkg_uncore_mw[pkg] = uncore_power_mw(
-            &self.cfg.machine.power,
-            any_busy,
-            top,
-            self.pkg_max_khz[pkg],
-        );
-        changed
-    }
-
-    fn core_idle_mw(&self, core: usize) -> f64 {
-        let mut idle_mw = f64::INFINITY;
-        for &c in &self.topo.core_cpus[core] {
-            if let Some(s) = self.rqs[c].idle_state {
-                idle_mw = idle_mw.min(self.idle_states[self.topo.cpus[c].core_type][s].power_mw);
-            }
-        }
-        if idle_mw.is_finite() {
-            idle_mw
-        } else {
-            0.0
         }
     }
 
@@ -725,8 +525,8 @@ impl Sim {
 
     fn energy_totals(&self) -> (f64, f64) {
         (
-            self.pkg_energy_uj.iter().sum(),
-            self.pkg_core_energy_uj.iter().sum(),
+            self.hw.pkg_energy_uj.iter().sum(),
+            self.hw.pkg_core_energy_uj.iter().sum(),
         )
     }
 
@@ -734,7 +534,7 @@ impl Sim {
         for c in 0..self.topo.nr_cpus() {
             self.sync_cpu(c);
         }
-        for p in 0..self.pkg_energy_t.len() {
+        for p in 0..self.hw.pkg_energy_t.len() {
             self.sync_package(p);
         }
     }
@@ -763,6 +563,10 @@ impl Sim {
             self.update_curr(c);
         }
         self.sync_all();
+        if self.cfg.sample_interval_ns > 0 && self.now > self.last_sample.0 {
+            // the last, possibly shorter, interval
+            self.take_sample();
+        }
         for t in 0..self.tasks.len() {
             self.account_task_state(t);
         }

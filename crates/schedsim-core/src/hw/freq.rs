@@ -14,6 +14,8 @@ pub struct FreqDomain {
     pub base_khz: u64,
     pub turbo_khz: Vec<u64>,
     pub transition_latency_ns: u64,
+    /// `max-active` or `max` (see `FreqDomainSpec::coordination`).
+    pub coordination: String,
     /// Policy limits (scaling_min_freq / scaling_max_freq).
     pub policy_min_khz: u64,
     pub policy_max_khz: u64,
@@ -35,6 +37,7 @@ impl FreqDomain {
             base_khz: spec.base_khz,
             turbo_khz: spec.turbo_khz.clone(),
             transition_latency_ns: spec.transition_latency_ns,
+            coordination: spec.coordination.clone(),
             policy_min_khz: min,
             policy_max_khz: max,
             requested_khz: max,
@@ -130,6 +133,7 @@ mod tests {
             .collect();
         let spec = FreqDomainSpec {
             granularity: "package".into(),
+            coordination: "max-active".into(),
             opps,
             base_khz: 3_500_000,
             turbo_khz: vec![3_900_000, 3_900_000, 3_800_000, 3_700_000],

@@ -1,4 +1,5 @@
 //! The hardware model: topology, frequency domains and counters, power.
 pub mod freq;
 pub mod power;
+pub mod state;
 pub mod topology;

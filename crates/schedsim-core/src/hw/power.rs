@@ -62,6 +62,9 @@ mod tests {
             core_leakage_mw: 500.0,
             c_eff: 5000.0,
             smt_power_factor: 0.2,
+            power_limit_mw: 0.0,
+            power_limit_tau_ms: 0.0,
+            power_limit2_mw: 0.0,
         }
     }
 

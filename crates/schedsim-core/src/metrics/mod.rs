@@ -157,8 +157,8 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     let elapsed_s = sim.now as f64 * 1e-9;
     let m = sim.workload.metrics(sim);
     let primary_value = m.values.get(&m.primary).copied().unwrap_or(0.0);
-    let energy_j: f64 = sim.pkg_energy_uj.iter().sum::<f64>() * 1e-6;
-    let core_energy_j: f64 = sim.pkg_core_energy_uj.iter().sum::<f64>() * 1e-6;
+    let energy_j: f64 = sim.hw.pkg_energy_uj.iter().sum::<f64>() * 1e-6;
+    let core_energy_j: f64 = sim.hw.pkg_core_energy_uj.iter().sum::<f64>() * 1e-6;
     let avg_w = if elapsed_s > 0.0 {
         energy_j / elapsed_s
     } else {

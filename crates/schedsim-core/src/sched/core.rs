@@ -572,7 +572,8 @@ impl Sim {
         let lat_ns = rq
             .idle_state
             .map(|s| self.idle_states[ct][s].exit_latency_us * 1000)
-            .unwrap_or(0);
+            .unwrap_or(0)
+            + self.package_exit_latency_ns(cpu);
         self.hw_sync_for(cpu);
         self.rqs[cpu].waking = true;
         self.hw_update_for(cpu);

@@ -1,0 +1,425 @@
+//! Hardware state over time (DESIGN "Hardware", spec/kernel.md §2.3, §9.5, §10): per-CPU
+//! frequency requests and how each frequency domain coordinates them, the turbo limit by
+//! active core count, the package power limit that caps boost (PL1/PL2, PPT), package C-states,
+//! and the time integration of counters, burst progress and energy.
+//!
+//! Every busy/idle or frequency change goes through the same three steps: bring everything it
+//! can affect up to now (`hw_sync_for`), change the state, then recompute activity, frequency
+//! and power and re-arm the bursts whose speed changed (`hw_update_for`).
+
+use crate::engine::{Ev, Sim};
+use crate::hw::power::{core_power_mw, uncore_power_mw, CoreActivity};
+use crate::sim::time::Time;
+use crate::trace::ftrace::Payload;
+
+/// Period of the package power-limit controller.
+pub const POWER_LIMIT_PERIOD_NS: u64 = 1_000_000;
+
+/// Time-varying hardware state.
+#[derive(Clone, Debug)]
+pub struct HwState {
+    /// Frequency each CPU's policy asks for (kHz).
+    pub cpu_req_khz: Vec<u64>,
+    /// Busy hardware threads per core.
+    pub core_busy: Vec<u32>,
+    /// Whether a core counts as active for turbo (C0 or a turbo-active idle state).
+    pub core_active: Vec<bool>,
+    pub pkg_active_cores: Vec<u32>,
+    pub core_power_mw: Vec<f64>,
+    pub pkg_uncore_mw: Vec<f64>,
+    pub pkg_energy_uj: Vec<f64>,
+    pub pkg_core_energy_uj: Vec<f64>,
+    pub pkg_energy_t: Vec<Time>,
+    pub pkg_max_khz: Vec<u64>,
+    /// Turbo ceiling set by the power-limit controller.
+    pub pkg_ceiling_khz: Vec<u64>,
+    /// Package power averaged over the PL1 time window, and the energy at the last control step.
+    pub pkg_pl_avg_mw: Vec<f64>,
+    pub pkg_pl_last_uj: Vec<f64>,
+    /// Package C-state (index into `package_idle_states`), since when, and residency per state.
+    pub pkg_cstate: Vec<Option<usize>>,
+    pub pkg_cstate_since: Vec<Time>,
+    pub pkg_cstate_ns: Vec<Vec<u64>>,
+    /// Pending delayed frequency application per domain (transition latency).
+    pub fd_update_pending: Vec<bool>,
+}
+
+impl HwState {
+    pub fn new(ncores: usize, npkg: usize, ncpus: usize, pkg_max_khz: Vec<u64>) -> Self {
+        HwState {
+            cpu_req_khz: vec![0; ncpus],
+            core_busy: vec![0; ncores],
+            core_active: vec![false; ncores],
+            pkg_active_cores: vec![0; npkg],
+            core_power_mw: vec![0.0; ncores],
+            pkg_uncore_mw: vec![0.0; npkg],
+            pkg_energy_uj: vec![0.0; npkg],
+            pkg_core_energy_uj: vec![0.0; npkg],
+            pkg_energy_t: vec![0; npkg],
+            pkg_ceiling_khz: pkg_max_khz.clone(),
+            pkg_max_khz,
+            pkg_pl_avg_mw: vec![0.0; npkg],
+            pkg_pl_last_uj: vec![0.0; npkg],
+            pkg_cstate: vec![None; npkg],
+            pkg_cstate_since: vec![0; npkg],
+            pkg_cstate_ns: Vec::new(),
+            fd_update_pending: Vec::new(),
+        }
+    }
+}
+
+impl Sim {
+    /// Initial hardware state: requests at the policy's choice, every CPU idle.
+    pub fn init_hw(&mut self) {
+        let npkg = self.hw.pkg_energy_t.len();
+        let nps = self.cfg.machine.package_idle_states.len();
+        self.hw.pkg_cstate_ns = vec![vec![0; nps]; npkg];
+        self.hw.fd_update_pending = vec![false; self.fds.len()];
+        for core in 0..self.topo.core_cpus.len() {
+            self.refresh_core(core);
+        }
+        for p in 0..npkg {
+            self.refresh_package(p);
+            if self.cfg.machine.power.power_limit_mw > 0.0
+                || self.cfg.machine.power.power_limit2_mw > 0.0
+            {
+                self.events
+                    .schedule(POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg: p });
+            }
+        }
+    }
+
+    /// Work speed of `cpu` in cycles per ns: delivered frequency × SMT share × IPC scale.
+    pub fn cpu_rate(&self, cpu: usize) -> f64 {
+        let info = &self.topo.cpus[cpu];
+        let khz = self.fds[info.freq_domain].delivered_khz as f64;
+        let busy = self.hw.core_busy[info.core].max(1) as usize;
+        let share = self.cfg.machine.core_types[info.core_type]
+            .smt_share
+            .get(busy - 1)
+            .copied()
+            .unwrap_or(1.0);
+        khz * 1e-6 * share * info.ipc_scale
+    }
+
+    /// Integrate `cpu`'s counters, busy/idle time and burst progress up to now.
+    pub fn sync_cpu(&mut self, cpu: usize) {
+        let rq = &self.rqs[cpu];
+        let dt = self.now - rq.last_state_change;
+        if dt == 0 {
+            return;
+        }
+        let busy = rq.curr.is_some();
+        let fd = self.topo.cpus[cpu].freq_domain;
+        let khz = self.fds[fd].delivered_khz;
+        self.counters[cpu].advance(dt, busy, khz, self.cfg.machine.tsc_khz);
+        let rq = &mut self.rqs[cpu];
+        if busy {
+            rq.busy_ns += dt;
+        } else {
+            rq.idle_ns += dt;
+            if let Some(s) = rq.idle_state {
+                rq.idle_state_ns[s] += dt;
+            }
+        }
+        rq.last_state_change = self.now;
+        if let Some(t) = rq.curr {
+            let rate = rq.burst_rate;
+            if let Some(b) = self.tasks[t].burst.as_mut() {
+                b.advance(dt as f64, rate);
+            }
+        }
+    }
+
+    /// Integrate the package's energy up to now with its current power.
+    pub fn sync_package(&mut self, pkg: usize) {
+        let dt = self.now - self.hw.pkg_energy_t[pkg];
+        if dt == 0 {
+            return;
+        }
+        let cores: f64 = self.topo.package_cores[pkg]
+            .iter()
+            .map(|&c| self.hw.core_power_mw[c])
+            .sum();
+        // mW × ns = 1e-12 J = 1e-6 µJ
+        self.hw.pkg_core_energy_uj[pkg] += cores * dt as f64 * 1e-6;
+        self.hw.pkg_energy_uj[pkg] += (cores + self.hw.pkg_uncore_mw[pkg]) * dt as f64 * 1e-6;
+        if let Some(s) = self.hw.pkg_cstate[pkg] {
+            self.hw.pkg_cstate_ns[pkg][s] += dt;
+        }
+        self.hw.pkg_energy_t[pkg] = self.now;
+    }
+
+    /// Whether a busy/idle change on one CPU can change the frequency of others: turbo bins,
+    /// a shared domain coordinated over its active CPUs, or a package power limit.
+    fn change_is_package_wide(&self, cpu: usize) -> bool {
+        let fd = &self.fds[self.topo.cpus[cpu].freq_domain];
+        !fd.turbo_khz.is_empty()
+            || (fd.cpus.len() > 1 && fd.coordination == "max-active")
+            || self.cfg.machine.power.power_limit_mw > 0.0
+    }
+
+    /// Bring everything that a busy/idle change on `cpu` can affect up to now.
+    pub fn hw_sync_for(&mut self, cpu: usize) {
+        let pkg = self.topo.cpus[cpu].package;
+        self.sync_package(pkg);
+        let cpus: Vec<usize> = if self.change_is_package_wide(cpu) {
+            self.topo.package_cpus[pkg].clone()
+        } else {
+            self.topo.siblings(cpu).to_vec()
+        };
+        for s in cpus {
+            self.sync_cpu(s);
+        }
+    }
+
+    /// After a busy/idle change on `cpu`: recompute its core's activity and power, the
+    /// package's frequencies, C-state and uncore power, and re-arm bursts whose speed changed.
+    pub fn hw_update_for(&mut self, cpu: usize) {
+        let core = self.topo.cpus[cpu].core;
+        let pkg = self.topo.cpus[cpu].package;
+        self.refresh_core(core);
+        let freq_changed = self.refresh_package(pkg);
+        let targets = if freq_changed {
+            self.topo.package_cpus[pkg].clone()
+        } else {
+            self.topo.core_cpus[core].clone()
+        };
+        for c in targets {
+            self.rearm_burst(c);
+        }
+    }
+
+    fn refresh_core(&mut self, core: usize) {
+        let cpus = &self.topo.core_cpus[core];
+        let mut busy = 0;
+        let mut active = false;
+        for &c in cpus {
+            let rq = &self.rqs[c];
+            let ct = self.topo.cpus[c].core_type;
+            if rq.curr.is_some() || rq.waking {
+                busy += rq.curr.is_some() as u32;
+                active = true;
+            } else if let Some(s) = rq.idle_state {
+                active |= self.idle_states[ct][s].turbo_active;
+            }
+        }
+        let pkg = self.topo.cpus[cpus[0]].package;
+        if self.hw.core_active[core] != active {
+            self.hw.core_active[core] = active;
+            if active {
+                self.hw.pkg_active_cores[pkg] += 1;
+            } else {
+                self.hw.pkg_active_cores[pkg] -= 1;
+            }
+        }
+        self.hw.core_busy[core] = busy;
+        self.update_core_power(core);
+    }
+
+    /// Power of the core's shallowest idle state among its threads (0 if none idles).
+    fn core_idle_mw(&self, core: usize) -> f64 {
+        let mut idle_mw = f64::INFINITY;
+        for &c in &self.topo.core_cpus[core] {
+            if let Some(s) = self.rqs[c].idle_state {
+                idle_mw = idle_mw.min(self.idle_states[self.topo.cpus[c].core_type][s].power_mw);
+            }
+        }
+        if idle_mw.is_finite() {
+            idle_mw
+        } else {
+            0.0
+        }
+    }
+
+    fn update_core_power(&mut self, core: usize) {
+        let c0 = self.topo.core_cpus[core][0];
+        let fd = &self.fds[self.topo.cpus[c0].freq_domain];
+        let khz = fd.delivered_khz;
+        let opp = fd.opp_at_or_above(khz);
+        let act = CoreActivity {
+            busy_threads: self.hw.core_busy[core] as usize,
+            khz,
+            uv: opp.uv,
+            opp_power_mw: opp.power_mw,
+            idle_power_mw: self.core_idle_mw(core),
+        };
+        self.hw.core_power_mw[core] = core_power_mw(&self.cfg.machine.power, &act);
+    }
+
+    /// The frequency a domain's hardware targets from its CPUs' requests: the highest request
+    /// of all CPUs (`max`) or of those in C0 (`max-active`; `None` when none is).
+    fn domain_target_khz(&self, fd: usize) -> Option<u64> {
+        let d = &self.fds[fd];
+        let active_only = d.coordination == "max-active";
+        d.cpus
+            .iter()
+            .filter(|&&c| !active_only || self.rqs[c].curr.is_some() || self.rqs[c].waking)
+            .map(|&c| self.hw.cpu_req_khz[c])
+            .max()
+    }
+
+    /// Recompute every domain of the package (turbo by active cores, power-limit ceiling),
+    /// its C-state and uncore power. Returns true when a delivered frequency changed.
+    pub fn refresh_package(&mut self, pkg: usize) -> bool {
+        let active = self.hw.pkg_active_cores[pkg] as usize;
+        let ceiling = self.hw.pkg_ceiling_khz[pkg];
+        let mut changed = false;
+        let mut top = 0;
+        for i in 0..self.fds.len() {
+            if self.fds[i].package != pkg {
+                continue;
+            }
+            let target = self
+                .domain_target_khz(i)
+                .unwrap_or(self.fds[i].requested_khz);
+            self.fds[i].requested_khz = target;
+            let d = self.fds[i].deliver(target, active).min(ceiling);
+            if d != self.fds[i].delivered_khz {
+                self.fds[i].delivered_khz = d;
+                changed = true;
+            }
+            top = top.max(d);
+        }
+        if changed {
+            for core in self.topo.package_cores[pkg].clone() {
+                self.update_core_power(core);
+            }
+        }
+        self.refresh_package_cstate(pkg);
+        let any_busy = self.topo.package_cores[pkg]
+            .iter()
+            .any(|&c| self.hw.core_busy[c] > 0);
+        let power = &self.cfg.machine.power;
+        self.hw.pkg_uncore_mw[pkg] = match self.hw.pkg_cstate[pkg] {
+            Some(s) => self.cfg.machine.package_idle_states[s].power_mw,
+            None => uncore_power_mw(power, any_busy, top, self.hw.pkg_max_khz[pkg]),
+        };
+        changed
+    }
+
+    /// The package enters the deepest package C-state whose `min_core_state` every core of the
+    /// package has reached (a core is as deep as its shallowest thread).
+    fn refresh_package_cstate(&mut self, pkg: usize) {
+        let states = &self.cfg.machine.package_idle_states;
+        if states.is_empty() {
+            return;
+        }
+        let mut shallowest_core = usize::MAX;
+        for &core in &self.topo.package_cores[pkg] {
+            for &c in &self.topo.core_cpus[core] {
+                let rq = &self.rqs[c];
+                let depth = if rq.curr.is_some() || rq.waking {
+                    0
+                } else {
+                    rq.idle_state.map_or(0, |s| s + 1)
+                };
+                shallowest_core = shallowest_core.min(depth);
+            }
+        }
+        // depth 0 = running; depth s+1 = in core state s
+        let new = states
+            .iter()
+            .rposition(|ps| shallowest_core > ps.min_core_state);
+        if new != self.hw.pkg_cstate[pkg] {
+            self.hw.pkg_cstate[pkg] = new;
+            self.hw.pkg_cstate_since[pkg] = self.now;
+        }
+    }
+
+    /// Extra exit latency when waking a CPU of a package in a package C-state.
+    pub fn package_exit_latency_ns(&self, cpu: usize) -> u64 {
+        let pkg = self.topo.cpus[cpu].package;
+        self.hw.pkg_cstate[pkg]
+            .map(|s| self.cfg.machine.package_idle_states[s].exit_latency_us * 1000)
+            .unwrap_or(0)
+    }
+
+    /// A policy asks for a frequency for `cpu` (`cpufreq_driver_fast_switch` / `target`). The
+    /// hardware applies it after the domain's transition latency.
+    pub fn set_cpu_request(&mut self, cpu: usize, khz: u64) {
+        if self.hw.cpu_req_khz[cpu] == khz {
+            return;
+        }
+        self.hw.cpu_req_khz[cpu] = khz;
+        if self.trace.is_some() {
+            self.trace_event(cpu, Payload::CpuFrequency { khz, cpu });
+        }
+        let fd = self.topo.cpus[cpu].freq_domain;
+        let lat = self.fds[fd].transition_latency_ns;
+        if lat == 0 {
+            self.apply_domain_frequency(fd);
+        } else if !self.hw.fd_update_pending[fd] {
+            self.hw.fd_update_pending[fd] = true;
+            self.events.schedule(self.now + lat, Ev::FreqUpdate { fd });
+        }
+    }
+
+    /// Apply the current requests of a domain (after the transition latency).
+    pub fn apply_domain_frequency(&mut self, fd: usize) {
+        self.hw.fd_update_pending[fd] = false;
+        let pkg = self.fds[fd].package;
+        self.sync_package(pkg);
+        for c in self.topo.package_cpus[pkg].clone() {
+            self.sync_cpu(c);
+        }
+        if self.refresh_package(pkg) {
+            for c in self.topo.package_cpus[pkg].clone() {
+                self.rearm_burst(c);
+            }
+        }
+    }
+
+    /// The package power-limit controller (a stand-in for the firmware's RAPL/PPT loop): every
+    /// millisecond it compares the package power averaged over the PL1 window with PL1 (and the
+    /// last millisecond with PL2) and moves the turbo ceiling one OPP down or up.
+    pub fn power_limit_step(&mut self, pkg: usize) {
+        self.sync_package(pkg);
+        let p = &self.cfg.machine.power;
+        let (pl1, pl2, tau_ms) = (
+            p.power_limit_mw,
+            p.power_limit2_mw,
+            p.power_limit_tau_ms.max(1.0),
+        );
+        let e = self.hw.pkg_energy_uj[pkg];
+        // µJ per ns × 1e6 = mW
+        let inst_mw = (e - self.hw.pkg_pl_last_uj[pkg]) * 1e6 / POWER_LIMIT_PERIOD_NS as f64;
+        self.hw.pkg_pl_last_uj[pkg] = e;
+        let alpha = (POWER_LIMIT_PERIOD_NS as f64 * 1e-6 / tau_ms).min(1.0);
+        let avg = &mut self.hw.pkg_pl_avg_mw[pkg];
+        *avg += alpha * (inst_mw - *avg);
+        let over = (pl1 > 0.0 && *avg > pl1) || (pl2 > 0.0 && inst_mw > pl2);
+        let under = (pl1 <= 0.0 || *avg < 0.98 * pl1) && (pl2 <= 0.0 || inst_mw < 0.98 * pl2);
+        let Some(fd) = self.fds.iter().position(|f| f.package == pkg) else {
+            return;
+        };
+        let opps: Vec<u64> = self.fds[fd].opps.iter().map(|o| o.khz).collect();
+        let cur = self.hw.pkg_ceiling_khz[pkg];
+        let base = self.fds[fd].base_khz;
+        let next = if over {
+            opps.iter()
+                .rev()
+                .copied()
+                .find(|&k| k < cur)
+                .unwrap_or(cur)
+                .max(base)
+        } else if under {
+            opps.iter().copied().find(|&k| k > cur).unwrap_or(cur)
+        } else {
+            cur
+        };
+        if next != cur {
+            self.hw.pkg_ceiling_khz[pkg] = next;
+            for c in self.topo.package_cpus[pkg].clone() {
+                self.sync_cpu(c);
+            }
+            if self.refresh_package(pkg) {
+                for c in self.topo.package_cpus[pkg].clone() {
+                    self.rearm_burst(c);
+                }
+            }
+        }
+        self.events
+            .schedule(self.now + POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg });
+    }
+}

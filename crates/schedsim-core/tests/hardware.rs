@@ -1,0 +1,205 @@
+//! Hardware model behaviour against closed forms: turbo bins by active cores, APERF/MPERF,
+//! power and energy, package power limits, package C-states, idle exit latency, frequency
+//! coordination in a shared domain, SMT throughput.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// A Skylake-client-like package: 4 cores × 2 threads, P-states 0.8–3.9 GHz, turbo bins
+/// 3900/3900/3800/3700 MHz, base 3500 MHz, V(f) linear 0.70–1.20 V.
+fn turbo_machine() -> Value {
+    let mut m = smp(4, 2, 3_900_000, false);
+    let opps: Vec<Value> = (8..=39)
+        .map(|r| {
+            let khz = r * 100_000u64;
+            let uv = 700_000 + (khz - 800_000) * 500_000 / 3_100_000;
+            json!({"khz": khz, "uv": uv})
+        })
+        .collect();
+    m["freq_domains"] = json!([{"granularity": "package", "base_khz": 3_500_000,
+        "turbo_khz": [3_900_000, 3_900_000, 3_800_000, 3_700_000], "opps": opps}]);
+    m["tsc_khz"] = json!(3_500_000);
+    m
+}
+
+fn hogs(n: usize, pin_to_cores: bool) -> Value {
+    let tasks: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut t = json!({"name": format!("hog{i}"), "program": [{"op": "loop", "count": -1,
+                "body": [{"op": "run", "cycles": 1.0e6}, {"op": "mark", "name": "op"}]}]});
+            if pin_to_cores {
+                t["cpus"] = json!([i]);
+                t["start_cpu"] = json!(i);
+            }
+            t
+        })
+        .collect();
+    custom(json!(tasks), json!([]))
+}
+
+fn avg_busy_mhz(sim: &schedsim_core::Sim, cpu: usize) -> f64 {
+    let c = &sim.counters[cpu];
+    sim.cfg.machine.tsc_khz as f64 * c.aperf / c.mperf / 1000.0
+}
+
+#[test]
+fn delivered_frequency_follows_the_turbo_bin_of_the_active_cores() {
+    let one = run(config(turbo_machine(), hogs(1, true), "6.12", 200.0));
+    assert!(
+        (avg_busy_mhz(&one, 0) - 3900.0).abs() < 1.0,
+        "{}",
+        avg_busy_mhz(&one, 0)
+    );
+    let four = run(config(turbo_machine(), hogs(4, true), "6.12", 200.0));
+    for cpu in 0..4 {
+        // the first microseconds run at a higher bin while the others wake up
+        assert!(
+            (avg_busy_mhz(&four, cpu) - 3700.0).abs() < 2.0,
+            "cpu{cpu}: {}",
+            avg_busy_mhz(&four, cpu)
+        );
+    }
+}
+
+#[test]
+fn aperf_over_mperf_is_delivered_over_base_and_tsc_always_counts() {
+    let sim = run(config(turbo_machine(), hogs(1, true), "6.12", 100.0));
+    let c = &sim.counters[0];
+    assert!((c.aperf / c.mperf - 3900.0 / 3500.0).abs() < 1e-3);
+    let idle = &sim.counters[3];
+    assert_eq!(idle.aperf, 0.0);
+    assert!((idle.tsc - 0.1 * 3.5e9).abs() < 1.0);
+}
+
+#[test]
+fn busy_package_power_matches_the_parametric_formula_and_energy_integrates_power() {
+    // 4 hogs on 4 cores at 3700 MHz: each core c_eff·V²·f + leakage, plus the uncore at
+    // 3700/3900 of its active power, plus the package idle floor.
+    let sim = run(config(turbo_machine(), hogs(4, true), "6.12", 500.0));
+    let p = &sim.cfg.machine.power;
+    let v = (700_000 + (3_700_000u64 - 800_000) * 500_000 / 3_100_000) as f64 * 1e-6;
+    let core = p.c_eff * v * v * 3.7 + p.core_leakage_mw;
+    let idle_cores = 0.0; // the other threads of these cores are idle but the cores are busy
+    let expect_mw =
+        4.0 * core + idle_cores + p.package_idle_mw + p.uncore_active_mw * 3700.0 / 3900.0;
+    let energy_mj = sim.hw.pkg_energy_uj[0] * 1e-3;
+    let avg_mw = energy_mj / 0.5;
+    // the first ~100 µs of wake-up run differently
+    assert!(
+        (avg_mw / expect_mw - 1.0).abs() < 0.002,
+        "avg {avg_mw:.1} mW, expected {expect_mw:.1} mW"
+    );
+}
+
+#[test]
+fn energy_equals_the_sum_of_per_interval_power() {
+    let w = json!({"name": "periodic", "params": {"tasks": 5, "period_ms": 7, "duty_pct": 45}});
+    let mut cfg = config(turbo_machine(), w, "6.12", 300.0);
+    cfg.sample_interval_ns = 10_000_000;
+    let sim = run(cfg);
+    let from_samples: f64 = sim.samples.iter().map(|s| s.pkg_watt * 0.01).sum();
+    let total_j = sim.hw.pkg_energy_uj[0] * 1e-6;
+    assert_eq!(sim.samples.len(), 30);
+    assert!(
+        (from_samples / total_j - 1.0).abs() < 1e-9,
+        "{from_samples} vs {total_j}"
+    );
+}
+
+#[test]
+fn an_idle_package_draws_its_idle_power_and_enters_its_package_c_state() {
+    let mut m = turbo_machine();
+    m["package_idle_states"] = json!([{"name": "PC2", "min_core_state": 1, "power_mw": 1500.0},
+                                      {"name": "PC6", "min_core_state": 2, "power_mw": 600.0, "exit_latency_us": 40}]);
+    let w = custom(
+        json!([{"name": "nap", "program": [{"op": "sleep", "ns": 1_000_000_000u64}]}]),
+        json!([]),
+    );
+    let sim = run(config(m, w, "6.12", 1000.0));
+    // every core sits in C6 (50 mW each) and the package in PC6
+    let avg_mw = sim.hw.pkg_energy_uj[0] * 1e-3 / 1.0;
+    let expect = 4.0 * 50.0 + 600.0;
+    assert!(
+        (avg_mw / expect - 1.0).abs() < 0.01,
+        "avg {avg_mw:.1} mW, expected {expect} mW"
+    );
+    assert_eq!(sim.hw.pkg_cstate[0], Some(1));
+}
+
+#[test]
+fn a_package_power_limit_caps_boost() {
+    let mut m = turbo_machine();
+    // well below the ~4-core turbo power: the ceiling must come down
+    m["power"]["power_limit_mw"] = json!(30_000.0);
+    m["power"]["power_limit_tau_ms"] = json!(10.0);
+    let free = run(config(turbo_machine(), hogs(4, true), "6.12", 1000.0));
+    let capped = run(config(m, hogs(4, true), "6.12", 1000.0));
+    let f_free = avg_busy_mhz(&free, 0);
+    let f_cap = avg_busy_mhz(&capped, 0);
+    assert!(
+        f_cap < f_free - 100.0,
+        "capped {f_cap:.0} MHz vs free {f_free:.0} MHz"
+    );
+    let watts = capped.hw.pkg_energy_uj[0] * 1e-6;
+    let free_w = free.hw.pkg_energy_uj[0] * 1e-6;
+    assert!(
+        watts < free_w,
+        "limit lowered power: {watts:.1} W vs {free_w:.1} W"
+    );
+    // the controller holds the average near the limit, never below base frequency
+    assert!(f_cap >= 3500.0 - 1.0);
+}
+
+#[test]
+fn waking_a_cpu_pays_its_idle_state_exit_latency() {
+    // one periodic task alone: every activation wakes an idle CPU from C6 (85 µs exit latency)
+    let w = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 10, "duty_pct": 10}});
+    let sim = run(config(smp(1, 1, 1_000_000, false), w, "6.12", 500.0));
+    let s = &sim.tasks[0].stats;
+    let mean = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+    assert!(
+        (mean - 85_000.0).abs() < 1.0,
+        "mean wakeup latency {mean} ns"
+    );
+}
+
+#[test]
+fn a_shared_domain_runs_at_the_highest_request_of_its_active_cpus() {
+    let w = hogs(2, true);
+    let mut sim = run(config(turbo_machine(), w, "6.12", 5.0));
+    sim.set_cpu_request(0, 2_000_000);
+    sim.set_cpu_request(1, 1_200_000);
+    assert_eq!(sim.fds[0].delivered_khz, 2_000_000);
+    // cpu0 goes idle: the domain follows cpu1's request
+    sim.set_cpu_request(0, 3_000_000);
+    assert_eq!(sim.fds[0].delivered_khz, 3_000_000);
+    for c in 2..8 {
+        sim.set_cpu_request(c, 3_900_000); // idle CPUs' requests don't count
+    }
+    assert_eq!(sim.fds[0].delivered_khz, 3_000_000);
+}
+
+#[test]
+fn a_lone_smt_thread_runs_faster_than_one_sharing_its_core() {
+    // 1 core × 2 threads at 1 GHz, 1e6-cycle operations for 100 ms: a lone thread completes
+    // 100; two threads sharing the core at 0.62 each complete 62 each (smt_share[1]).
+    let ops = |s: &schedsim_core::Sim, t: usize| s.marks.iter().filter(|m| m.1 == t).count();
+    let alone = run(config(
+        smp(1, 2, 1_000_000, false),
+        hogs(1, true),
+        "6.12",
+        100.0,
+    ));
+    let shared = run(config(
+        smp(1, 2, 1_000_000, false),
+        hogs(2, true),
+        "6.12",
+        100.0,
+    ));
+    assert!((99..=100).contains(&ops(&alone, 0)), "{}", ops(&alone, 0));
+    for t in 0..2 {
+        assert!((61..=62).contains(&ops(&shared, t)), "{}", ops(&shared, t));
+    }
+}
