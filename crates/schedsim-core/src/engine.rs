@@ -11,6 +11,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::config::{IdleStateSpec, SimConfig};
 use crate::cpufreq::Governor;
 use crate::hw::freq::{Counters, FreqDomain};
+use crate::hw::hwp::{HwpRequest, HwpState};
 use crate::hw::state::HwState;
 use crate::hw::topology::Topology;
 use crate::sched::domain::{build_sched_domains, SchedDomain};
@@ -44,6 +45,8 @@ pub enum Ev {
     FreqUpdate { fd: usize },
     /// The package power-limit controller runs.
     PowerLimit { pkg: usize },
+    /// The HWP hardware re-evaluates the package's CPUs.
+    HwpSample { pkg: usize },
     /// End of the run.
     End,
 }
@@ -122,6 +125,8 @@ pub struct Sim {
     pub idle_states: Vec<Vec<IdleStateSpec>>,
     pub cpu_timers: Vec<BinaryHeap<Reverse<Time>>>,
     pub hw: HwState,
+    /// HWP, when the OS enabled it (intel_pstate on an HWP part, unless `intel_pstate.no_hwp`).
+    pub hwp: Option<HwpState>,
     // load balancing
     pub llc_has_idle_cores: Vec<bool>,
     pub llc_nr_idle_scan: Vec<u32>,
@@ -148,14 +153,7 @@ impl Sim {
         let prof = KernelProfile::from_spec(&cfg.kernel)?;
         let governor = Governor::parse(&cfg.cpufreq.governor)?;
         crate::cpufreq::parse_invariance(&cfg.cpufreq.invariance)?;
-        if let Some(d) = &cfg.cpufreq.driver {
-            if !crate::cpufreq::DRIVERS.contains(&d.as_str()) {
-                return Err(format!(
-                    "cpufreq.driver = '{d}': allowed drivers are {}",
-                    crate::cpufreq::DRIVERS.join(", ")
-                ));
-            }
-        }
+        let cpufreq_setup = crate::cpufreq::CpufreqSetup::new(&cfg)?;
         let topo = Topology::new(&cfg.machine);
         let n = topo.nr_cpus();
         let tun = Tunables::new(&prof, n, &cfg.tunables)?;
@@ -263,6 +261,10 @@ impl Sim {
             idle_states,
             cpu_timers: vec![BinaryHeap::new(); n],
             hw: HwState::new(ncores, npkg, n, pkg_max_khz),
+            hwp: cpufreq_setup
+                .hwp
+                .then(|| cfg.machine.hwp.clone().map(|s| HwpState::new(s, n)))
+                .flatten(),
             llc_has_idle_cores: vec![true; nllc],
             llc_nr_idle_scan: topo.llc_cpus.iter().map(|l| l.len() as u32).collect(),
             nohz_next_balance: 0,
@@ -293,7 +295,9 @@ impl Sim {
         Ok(sim)
     }
 
-    /// The fixed-frequency governors set every CPU's request once.
+    /// Initial frequency requests. The fixed-frequency governors set every CPU's request once;
+    /// under intel_pstate with HWP the OS writes HWP_REQUEST and the hardware chooses
+    /// (`performance`: min = max = highest, EPP 0; `powersave`: the full range, default EPP).
     fn init_cpufreq(&mut self) {
         for i in 0..self.fds.len() {
             let f = match self.governor {
@@ -308,6 +312,27 @@ impl Sim {
                     self.trace_event(c, Payload::CpuFrequency { khz: f, cpu: c });
                 }
             }
+        }
+        if let Some(h) = &self.hwp {
+            let s = &h.spec;
+            let req = match self.governor {
+                Governor::Performance => HwpRequest {
+                    min_khz: s.highest_khz,
+                    max_khz: s.highest_khz,
+                    desired_khz: 0,
+                    epp: 0,
+                },
+                Governor::Powersave => HwpRequest {
+                    min_khz: s.lowest_khz,
+                    max_khz: s.highest_khz,
+                    desired_khz: 0,
+                    epp: s.default_epp,
+                },
+            };
+            for c in 0..self.topo.nr_cpus() {
+                self.write_hwp_request(c, req);
+            }
+            self.start_hwp();
         }
     }
 
@@ -385,6 +410,10 @@ impl Sim {
             }
             Ev::PowerLimit { pkg } => {
                 self.power_limit_step(pkg);
+                Ok(())
+            }
+            Ev::HwpSample { pkg } => {
+                self.hwp_sample(pkg);
                 Ok(())
             }
             Ev::End => {

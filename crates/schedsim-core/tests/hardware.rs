@@ -203,3 +203,43 @@ fn a_lone_smt_thread_runs_faster_than_one_sharing_its_core() {
         assert!((61..=62).contains(&ops(&shared, t)), "{}", ops(&shared, t));
     }
 }
+
+fn hwp_machine() -> Value {
+    let mut m = turbo_machine();
+    m["hwp"] = json!({"highest_khz": 3_900_000, "guaranteed_khz": 3_500_000, "efficient_khz": 800_000,
+                      "lowest_khz": 800_000, "default_epp": 128, "sample_ns": 1_000_000,
+                      "headroom_epp0": 0.5, "headroom_epp255": 0.0});
+    m
+}
+
+#[test]
+fn hwp_picks_frequencies_from_busy_time_and_epp() {
+    // a steady 1-CPU load busy 100 % at whatever frequency: the HWP target is highest × (1 +
+    // headroom) clamped to highest; a 20 %-duty periodic task gets a lower frequency.
+    let w = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 10, "duty_pct": 20}});
+    let mut cfg = config(hwp_machine(), w.clone(), "6.12", 500.0);
+    cfg.cpufreq.driver = Some("intel_pstate".into());
+    cfg.cpufreq.governor = "powersave".into();
+    let sim = run(cfg);
+    let f = sim.counters.iter().map(|c| c.aperf).sum::<f64>()
+        / sim.counters.iter().map(|c| c.mperf).sum::<f64>()
+        * 3500.0;
+    assert!(f > 900.0 && f < 3800.0, "HWP powersave busy MHz {f:.0}");
+    // performance: EPP 0 and min = max = highest
+    let mut cfg = config(hwp_machine(), w, "6.12", 500.0);
+    cfg.cpufreq.driver = Some("intel_pstate".into());
+    let sim = run(cfg);
+    let f = sim.counters.iter().map(|c| c.aperf).sum::<f64>()
+        / sim.counters.iter().map(|c| c.mperf).sum::<f64>()
+        * 3500.0;
+    assert!((f - 3900.0).abs() < 1.0, "HWP performance busy MHz {f:.0}");
+    // no_hwp turns HWP off; intel_pstate's own powersave algorithm is then required
+    let mut cfg = config(hwp_machine(), json!({"name": "periodic"}), "6.12", 10.0);
+    cfg.cpufreq.driver = Some("intel_pstate".into());
+    cfg.cpufreq.governor = "powersave".into();
+    cfg.tunables.insert("intel_pstate.no_hwp".into(), json!(1));
+    assert!(schedsim_core::Sim::new(cfg)
+        .err()
+        .unwrap()
+        .contains("not modelled yet"));
+}

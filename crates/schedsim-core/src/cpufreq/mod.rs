@@ -49,3 +49,47 @@ pub const DRIVERS: &[&str] = &[
     "qcom-cpufreq-hw",
     "scmi",
 ];
+
+/// What the driver choice means for the run: whether HWP is in use.
+#[derive(Clone, Debug, Default)]
+pub struct CpufreqSetup {
+    pub hwp: bool,
+}
+
+/// cpufreq tunables accepted in `tunables` (sysfs / boot-parameter names).
+pub const CPUFREQ_TUNABLES: &[&str] = &["intel_pstate.no_hwp"];
+
+impl CpufreqSetup {
+    /// Check the driver, governor and cpufreq tunables against the machine.
+    pub fn new(cfg: &crate::config::SimConfig) -> Result<Self, String> {
+        let driver = cfg.cpufreq.driver.as_deref().unwrap_or("");
+        if !driver.is_empty() && !DRIVERS.contains(&driver) {
+            return Err(format!(
+                "cpufreq.driver = '{driver}': allowed drivers are {}",
+                DRIVERS.join(", ")
+            ));
+        }
+        let mut no_hwp = false;
+        for (k, v) in &cfg.tunables {
+            if k == "intel_pstate.no_hwp" {
+                no_hwp = match v {
+                    serde_json::Value::Bool(b) => *b,
+                    serde_json::Value::Number(n)
+                        if n.as_u64() == Some(0) || n.as_u64() == Some(1) =>
+                    {
+                        n.as_u64() == Some(1)
+                    }
+                    _ => return Err(format!("tunable intel_pstate.no_hwp = {v}: allowed 0 or 1")),
+                };
+            }
+        }
+        let hwp = driver == "intel_pstate" && cfg.machine.hwp.is_some() && !no_hwp;
+        if driver == "intel_pstate" && !hwp && cfg.cpufreq.governor == "powersave" {
+            return Err(
+                "intel_pstate powersave without HWP (the active-mode load algorithm) is not modelled yet; use the performance governor or an HWP machine"
+                    .into(),
+            );
+        }
+        Ok(CpufreqSetup { hwp })
+    }
+}

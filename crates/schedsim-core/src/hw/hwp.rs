@@ -1,0 +1,176 @@
+//! Hardware P-states (Intel HWP, spec/kernel.md §5.4): per-CPU `HWP_REQUEST` {min, max,
+//! desired, EPP} written by the OS, and the hardware's autonomous frequency selection.
+//!
+//! Intel does not publish the selection algorithm. This is a documented, parameterised
+//! stand-in (parameters in the preset's `hwp` table): every `sample_ns` the hardware looks at
+//! each CPU's C0 residency over the last window (ΔMPERF/ΔTSC) and targets
+//! `busy × highest × (1 + headroom(EPP))`, with the headroom interpolated linearly between
+//! `headroom_epp0` (EPP 0, performance) and `headroom_epp255` (EPP 255, power); EPP 0 with any
+//! busy time races to the maximum. A non-zero `desired` replaces the target. The result is
+//! clamped to [min, max], rate-limited by `ramp_up_khz` / `ramp_down_khz` per sample, rounded
+//! up to a P-state and handed to the frequency domain as the CPU's request.
+
+use crate::config::HwpSpec;
+use crate::engine::{Ev, Sim};
+use crate::hw::freq::Counters;
+
+/// `MSR_HWP_REQUEST` of one CPU, in kHz.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwpRequest {
+    pub min_khz: u64,
+    pub max_khz: u64,
+    /// 0 = autonomous.
+    pub desired_khz: u64,
+    pub epp: u8,
+}
+
+/// HWP state of the machine (present when the OS enabled HWP).
+#[derive(Clone, Debug)]
+pub struct HwpState {
+    pub spec: HwpSpec,
+    pub req: Vec<HwpRequest>,
+    /// Counters at the previous evaluation, per CPU.
+    last: Vec<Counters>,
+}
+
+/// The autonomous target for one CPU (kHz, before rounding and ramp limits).
+pub fn hwp_target_khz(spec: &HwpSpec, req: &HwpRequest, busy: f64) -> u64 {
+    if req.desired_khz > 0 {
+        return req.desired_khz.clamp(req.min_khz, req.max_khz);
+    }
+    let t = if req.epp == 0 && busy > 0.0 {
+        req.max_khz as f64
+    } else {
+        let x = req.epp as f64 / 255.0;
+        let headroom = spec.headroom_epp0 + (spec.headroom_epp255 - spec.headroom_epp0) * x;
+        busy * spec.highest_khz as f64 * (1.0 + headroom)
+    };
+    (t.round() as u64).clamp(req.min_khz, req.max_khz)
+}
+
+impl HwpState {
+    pub fn new(spec: HwpSpec, ncpus: usize) -> Self {
+        let req = HwpRequest {
+            min_khz: spec.lowest_khz,
+            max_khz: spec.highest_khz,
+            desired_khz: 0,
+            epp: spec.default_epp,
+        };
+        HwpState {
+            req: vec![req; ncpus],
+            last: vec![Counters::default(); ncpus],
+            spec,
+        }
+    }
+}
+
+impl Sim {
+    /// Start the hardware's evaluation loop (one per package).
+    pub fn start_hwp(&mut self) {
+        let Some(h) = &self.hwp else {
+            return;
+        };
+        let t = h.spec.sample_ns.max(1);
+        for pkg in 0..self.topo.package_cpus.len() {
+            self.events.schedule(self.now + t, Ev::HwpSample { pkg });
+        }
+    }
+
+    /// The OS writes `HWP_REQUEST` of `cpu`.
+    pub fn write_hwp_request(&mut self, cpu: usize, req: HwpRequest) {
+        if let Some(h) = self.hwp.as_mut() {
+            h.req[cpu] = req;
+        }
+    }
+
+    /// One evaluation of the package's CPUs.
+    pub fn hwp_sample(&mut self, pkg: usize) {
+        let Some(h) = &self.hwp else {
+            return;
+        };
+        let sample = h.spec.sample_ns.max(1);
+        let cpus = self.topo.package_cpus[pkg].clone();
+        for &c in &cpus {
+            self.sync_cpu(c);
+        }
+        for c in cpus {
+            let h = self.hwp.as_ref().expect("hwp");
+            let (cur, last) = (self.counters[c], h.last[c]);
+            let dt = cur.tsc - last.tsc;
+            let busy = if dt > 0.0 {
+                ((cur.mperf - last.mperf) / dt).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let req = h.req[c];
+            let mut target = hwp_target_khz(&h.spec, &req, busy);
+            let prev = self.hw.cpu_req_khz[c];
+            if h.spec.ramp_up_khz > 0 && target > prev + h.spec.ramp_up_khz {
+                target = prev + h.spec.ramp_up_khz;
+            }
+            if h.spec.ramp_down_khz > 0 && target + h.spec.ramp_down_khz < prev {
+                target = prev - h.spec.ramp_down_khz;
+            }
+            let fd = self.topo.cpus[c].freq_domain;
+            let khz = self.fds[fd].opp_at_or_above(target).khz.min(req.max_khz);
+            self.hwp.as_mut().expect("hwp").last[c] = cur;
+            self.set_cpu_request(c, khz);
+        }
+        self.events
+            .schedule(self.now + sample, Ev::HwpSample { pkg });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> HwpSpec {
+        HwpSpec {
+            highest_khz: 3_900_000,
+            guaranteed_khz: 3_500_000,
+            efficient_khz: 800_000,
+            lowest_khz: 800_000,
+            default_epp: 0x80,
+            sample_ns: 1_000_000,
+            headroom_epp0: 0.5,
+            headroom_epp255: 0.0,
+            ramp_up_khz: 0,
+            ramp_down_khz: 0,
+        }
+    }
+
+    fn req(epp: u8) -> HwpRequest {
+        HwpRequest {
+            min_khz: 800_000,
+            max_khz: 3_900_000,
+            desired_khz: 0,
+            epp,
+        }
+    }
+
+    #[test]
+    fn target_follows_busy_time_and_epp() {
+        let s = spec();
+        // EPP 255: no headroom: 40 % busy → 0.4 × 3.9 GHz
+        assert_eq!(hwp_target_khz(&s, &req(255), 0.4), 1_560_000);
+        // EPP 0x80 (128/255 of the way): headroom 0.5 × (1 − 128/255)
+        let h = 0.5 * (1.0 - 128.0 / 255.0);
+        let expect = (0.4 * 3_900_000.0 * (1.0 + h)).round() as u64;
+        assert_eq!(hwp_target_khz(&s, &req(0x80), 0.4), expect);
+        // EPP 0 races to max, idle stays at min
+        assert_eq!(hwp_target_khz(&s, &req(0), 0.01), 3_900_000);
+        assert_eq!(hwp_target_khz(&s, &req(0x80), 0.0), 800_000);
+        // desired overrides, within [min, max]
+        let r = HwpRequest {
+            desired_khz: 2_000_000,
+            ..req(0x80)
+        };
+        assert_eq!(hwp_target_khz(&s, &r, 1.0), 2_000_000);
+        let r = HwpRequest {
+            min_khz: 2_500_000,
+            ..req(255)
+        };
+        assert_eq!(hwp_target_khz(&s, &r, 0.1), 2_500_000);
+    }
+}
