@@ -155,7 +155,7 @@ mod tests {
         // EPP 255: no headroom: 40 % busy → 0.4 × 3.9 GHz
         assert_eq!(hwp_target_khz(&s, &req(255), 0.4), 1_560_000);
         // EPP 0x80 (128/255 of the way): headroom 0.5 × (1 − 128/255)
-        let h = 0.5 * (1.0 - 128.0 / 255.0);
+        let h: f64 = 0.5 * (1.0 - 128.0 / 255.0);
         let expect = (0.4 * 3_900_000.0 * (1.0 + h)).round() as u64;
         assert_eq!(hwp_target_khz(&s, &req(0x80), 0.4), expect);
         // EPP 0 races to max, idle stays at min
