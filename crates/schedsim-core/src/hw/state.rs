@@ -42,6 +42,13 @@ pub struct HwState {
     pub pkg_cstate_ns: Vec<Vec<u64>>,
     /// Pending delayed frequency application per domain (transition latency).
     pub fd_update_pending: Vec<bool>,
+    /// Frequency domains of each package.
+    pub pkg_fds: Vec<Vec<usize>>,
+    /// Idle depth of each CPU (0 = running or waking, s + 1 = in core idle state s) and, per
+    /// package, how many CPUs are at each depth (for package C-states).
+    pub cpu_depth: Vec<usize>,
+    pub pkg_depth_count: Vec<Vec<u32>>,
+    pub pkg_busy_cores: Vec<u32>,
 }
 
 impl HwState {
@@ -64,6 +71,10 @@ impl HwState {
             pkg_cstate_since: vec![0; npkg],
             pkg_cstate_ns: Vec::new(),
             fd_update_pending: Vec::new(),
+            pkg_fds: vec![Vec::new(); npkg],
+            cpu_depth: vec![0; ncpus],
+            pkg_depth_count: Vec::new(),
+            pkg_busy_cores: vec![0; npkg],
         }
     }
 }
@@ -75,6 +86,14 @@ impl Sim {
         let nps = self.cfg.machine.package_idle_states.len();
         self.hw.pkg_cstate_ns = vec![vec![0; nps]; npkg];
         self.hw.fd_update_pending = vec![false; self.fds.len()];
+        for (i, fd) in self.fds.iter().enumerate() {
+            self.hw.pkg_fds[fd.package].push(i);
+        }
+        let max_depth = self.idle_states.iter().map(|s| s.len()).max().unwrap_or(0) + 1;
+        self.hw.pkg_depth_count = vec![vec![0; max_depth]; npkg];
+        for pkg in 0..npkg {
+            self.hw.pkg_depth_count[pkg][0] = self.topo.package_cpus[pkg].len() as u32;
+        }
         for core in 0..self.topo.core_cpus.len() {
             self.refresh_core(core);
         }
@@ -154,9 +173,7 @@ impl Sim {
     /// a shared domain coordinated over its active CPUs, or a package power limit.
     fn change_is_package_wide(&self, cpu: usize) -> bool {
         let fd = &self.fds[self.topo.cpus[cpu].freq_domain];
-        !fd.turbo_khz.is_empty()
-            || (fd.cpus.len() > 1 && fd.coordination == "max-active")
-            || self.cfg.machine.power.power_limit_mw > 0.0
+        !fd.turbo_khz.is_empty() || (fd.cpus.len() > 1 && fd.coordination == "max-active")
     }
 
     /// Bring everything that a busy/idle change on `cpu` can affect up to now.
@@ -178,10 +195,15 @@ impl Sim {
     pub fn hw_update_for(&mut self, cpu: usize) {
         let core = self.topo.cpus[cpu].core;
         let pkg = self.topo.cpus[cpu].package;
+        let fd = self.topo.cpus[cpu].freq_domain;
         self.refresh_core(core);
-        let freq_changed = self.refresh_package(pkg);
+        let freq_changed = self.refresh_package_from(pkg, Some(fd));
         let targets = if freq_changed {
-            self.topo.package_cpus[pkg].clone()
+            if self.fds[fd].turbo_khz.is_empty() {
+                self.fds[fd].cpus.clone()
+            } else {
+                self.topo.package_cpus[pkg].clone()
+            }
         } else {
             self.topo.core_cpus[core].clone()
         };
@@ -205,6 +227,27 @@ impl Sim {
             }
         }
         let pkg = self.topo.cpus[cpus[0]].package;
+        for &c in cpus {
+            let rq = &self.rqs[c];
+            let depth = if rq.curr.is_some() || rq.waking {
+                0
+            } else {
+                rq.idle_state.map_or(0, |s| s + 1)
+            };
+            let old = self.hw.cpu_depth[c];
+            if old != depth && !self.hw.pkg_depth_count.is_empty() {
+                self.hw.pkg_depth_count[pkg][old] -= 1;
+                self.hw.pkg_depth_count[pkg][depth] += 1;
+            }
+            self.hw.cpu_depth[c] = depth;
+        }
+        if (self.hw.core_busy[core] > 0) != (busy > 0) {
+            if busy > 0 {
+                self.hw.pkg_busy_cores[pkg] += 1;
+            } else {
+                self.hw.pkg_busy_cores[pkg] -= 1;
+            }
+        }
         if self.hw.core_active[core] != active {
             self.hw.core_active[core] = active;
             if active {
@@ -262,14 +305,21 @@ impl Sim {
     /// Recompute every domain of the package (turbo by active cores, power-limit ceiling),
     /// its C-state and uncore power. Returns true when a delivered frequency changed.
     pub fn refresh_package(&mut self, pkg: usize) -> bool {
+        self.refresh_package_from(pkg, None)
+    }
+
+    /// As `refresh_package`, but when only `fd`'s CPUs changed and no domain of the package
+    /// has a turbo table (so nothing else depends on the active core count), only `fd` is
+    /// recomputed.
+    fn refresh_package_from(&mut self, pkg: usize, fd: Option<usize>) -> bool {
         let active = self.hw.pkg_active_cores[pkg] as usize;
         let ceiling = self.hw.pkg_ceiling_khz[pkg];
+        let fds: Vec<usize> = match fd {
+            Some(f) if self.fds[f].turbo_khz.is_empty() => vec![f],
+            _ => self.hw.pkg_fds[pkg].clone(),
+        };
         let mut changed = false;
-        let mut top = 0;
-        for i in 0..self.fds.len() {
-            if self.fds[i].package != pkg {
-                continue;
-            }
+        for i in fds {
             let target = self
                 .domain_target_khz(i)
                 .unwrap_or(self.fds[i].requested_khz);
@@ -278,18 +328,21 @@ impl Sim {
             if d != self.fds[i].delivered_khz {
                 self.fds[i].delivered_khz = d;
                 changed = true;
-            }
-            top = top.max(d);
-        }
-        if changed {
-            for core in self.topo.package_cores[pkg].clone() {
-                self.update_core_power(core);
+                for c in self.fds[i].cpus.clone() {
+                    let core = self.topo.cpus[c].core;
+                    if self.topo.core_cpus[core][0] == c {
+                        self.update_core_power(core);
+                    }
+                }
             }
         }
         self.refresh_package_cstate(pkg);
-        let any_busy = self.topo.package_cores[pkg]
+        let top = self.hw.pkg_fds[pkg]
             .iter()
-            .any(|&c| self.hw.core_busy[c] > 0);
+            .map(|&i| self.fds[i].delivered_khz)
+            .max()
+            .unwrap_or(0);
+        let any_busy = self.hw.pkg_busy_cores[pkg] > 0;
         let power = &self.cfg.machine.power;
         self.hw.pkg_uncore_mw[pkg] = match self.hw.pkg_cstate[pkg] {
             Some(s) => self.cfg.machine.package_idle_states[s].power_mw,
@@ -305,22 +358,12 @@ impl Sim {
         if states.is_empty() {
             return;
         }
-        let mut shallowest_core = usize::MAX;
-        for &core in &self.topo.package_cores[pkg] {
-            for &c in &self.topo.core_cpus[core] {
-                let rq = &self.rqs[c];
-                let depth = if rq.curr.is_some() || rq.waking {
-                    0
-                } else {
-                    rq.idle_state.map_or(0, |s| s + 1)
-                };
-                shallowest_core = shallowest_core.min(depth);
-            }
-        }
-        // depth 0 = running; depth s+1 = in core state s
-        let new = states
+        // depth 0 = running; depth s + 1 = in core state s
+        let shallowest = self.hw.pkg_depth_count[pkg]
             .iter()
-            .rposition(|ps| shallowest_core > ps.min_core_state);
+            .position(|&n| n > 0)
+            .unwrap_or(0);
+        let new = states.iter().rposition(|ps| shallowest > ps.min_core_state);
         if new != self.hw.pkg_cstate[pkg] {
             self.hw.pkg_cstate[pkg] = new;
             self.hw.pkg_cstate_since[pkg] = self.now;
