@@ -123,6 +123,9 @@ pub struct Sim {
     pub run_queue_pending: VecDeque<TaskId>,
     pub costs: Vec<KernelCosts>,
     pub idle_states: Vec<Vec<IdleStateSpec>>,
+    /// The idle governors' view of each core type's states, and one governor per CPU.
+    pub gov_states: Vec<Vec<crate::cpuidle::governor::IdleState>>,
+    pub idle_govs: Vec<Box<dyn crate::cpuidle::governor::IdleGovernor>>,
     pub cpu_timers: Vec<BinaryHeap<Reverse<Time>>>,
     pub hw: HwState,
     /// HWP, when the OS enabled it (intel_pstate on an HWP part, unless `intel_pstate.no_hwp`).
@@ -210,6 +213,15 @@ impl Sim {
                 }
             })
             .collect();
+        let idle_kind = crate::cpuidle::governor_kind(&cfg.tunables)?;
+        let gov_states: Vec<_> = idle_states
+            .iter()
+            .map(|s| crate::cpuidle::governor_states(s))
+            .collect();
+        let states_per_cpu: Vec<usize> = (0..n)
+            .map(|c| idle_states[topo.cpus[c].core_type].len())
+            .collect();
+        let idle_govs = crate::cpuidle::new_governors(idle_kind, prof.version, &states_per_cpu);
         let rqs = (0..n)
             .map(|c| {
                 let ct = topo.cpus[c].core_type;
@@ -259,6 +271,8 @@ impl Sim {
             run_queue_pending: VecDeque::new(),
             costs,
             idle_states,
+            gov_states,
+            idle_govs,
             cpu_timers: vec![BinaryHeap::new(); n],
             hw: HwState::new(ncores, npkg, n, pkg_max_khz),
             hwp: cpufreq_setup

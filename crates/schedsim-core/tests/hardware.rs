@@ -243,3 +243,54 @@ fn hwp_picks_frequencies_from_busy_time_and_epp() {
         .unwrap()
         .contains("not modelled yet"));
 }
+
+#[test]
+fn idle_governors_pick_deeper_states_for_longer_idle_and_pay_their_exit_latency() {
+    // States POLL 0/0, C1 2/2, C6 85/200 µs. A task sleeping 50 µs between short runs keeps its
+    // CPU in shallow states; one sleeping ~9 ms lets it reach C6 and pays 85 µs per wakeup.
+    let short = custom(
+        json!([{"name": "short", "program": [{"op": "loop", "count": -1, "body": [
+        {"op": "run", "cycles": 20_000.0}, {"op": "sleep", "ns": 50_000}]}]}]),
+        json!([]),
+    );
+    let long = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 10, "duty_pct": 10}});
+    for gov in ["menu", "teo"] {
+        let mut cfg = config(smp(1, 1, 1_000_000, false), short.clone(), "6.12", 200.0);
+        cfg.tunables.insert("cpuidle.governor".into(), json!(gov));
+        let sim = run(cfg);
+        let rq = &sim.rqs[0];
+        let c6 = rq.idle_state_ns[2] as f64 / rq.idle_ns as f64;
+        assert!(
+            c6 < 0.05,
+            "{gov}: short idles spent {:.0} % in C6",
+            100.0 * c6
+        );
+        let s = &sim.tasks[0].stats;
+        let lat = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+        assert!(lat < 10_000.0, "{gov}: short idles wake in {lat:.0} ns");
+
+        let mut cfg = config(smp(1, 1, 1_000_000, false), long.clone(), "6.12", 500.0);
+        cfg.tunables.insert("cpuidle.governor".into(), json!(gov));
+        let sim = run(cfg);
+        let rq = &sim.rqs[0];
+        let c6 = rq.idle_state_ns[2] as f64 / rq.idle_ns as f64;
+        assert!(
+            c6 > 0.95,
+            "{gov}: long idles spent only {:.0} % in C6",
+            100.0 * c6
+        );
+        let s = &sim.tasks[0].stats;
+        let lat = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+        assert!(
+            (lat - 85_000.0).abs() < 5_000.0,
+            "{gov}: long-idle wakeups take {lat:.0} ns"
+        );
+    }
+    let mut cfg = config(smp(1, 1, 1_000_000, false), long, "6.12", 10.0);
+    cfg.tunables
+        .insert("cpuidle.governor".into(), json!("ladder"));
+    assert!(schedsim_core::Sim::new(cfg)
+        .err()
+        .unwrap()
+        .contains("menu, teo"));
+}

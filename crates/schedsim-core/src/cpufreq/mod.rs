@@ -57,7 +57,7 @@ pub struct CpufreqSetup {
 }
 
 /// cpufreq tunables accepted in `tunables` (sysfs / boot-parameter names).
-pub const CPUFREQ_TUNABLES: &[&str] = &["intel_pstate.no_hwp"];
+pub const CPUFREQ_TUNABLES: &[&str] = &["intel_pstate.no_hwp", "cpuidle.governor"];
 
 impl CpufreqSetup {
     /// Check the driver, governor and cpufreq tunables against the machine.

@@ -212,7 +212,13 @@ mod tests {
             assert_eq!(kind.name(), name);
             // A fresh governor of either kind picks the deepest state for a long sleep.
             let sel = g.select(&states, &SelectCtx::new(10_000_000, 4_000_000));
-            assert_eq!(sel, Selection { state: 8, stop_tick: true });
+            assert_eq!(
+                sel,
+                Selection {
+                    state: 8,
+                    stop_tick: true
+                }
+            );
         }
         assert_eq!(GovernorKind::from_name("ladder"), None);
     }

@@ -203,6 +203,9 @@ impl Sim {
         self.account_task_state(t);
         let iowait = state == TaskState::IoWait;
         let prev = self.tasks[t].cpu;
+        if iowait {
+            self.rqs[prev].nr_iowait -= 1;
+        }
         let cpu = self.select_task_rq_fair(t, prev, SdFlag::Wake, wf, waker_cpu);
         let migrated = cpu != prev;
         if migrated {
@@ -340,6 +343,9 @@ impl Sim {
         self.account_task_state(t);
         self.tasks[t].state = state;
         self.tasks[t].stats.blocked_since = self.now;
+        if state == TaskState::IoWait {
+            self.rqs[cpu].nr_iowait += 1;
+        }
         self.dequeue_task_fair(cpu, t, true, false);
         self.resched_curr(cpu);
     }
@@ -508,16 +514,28 @@ impl Sim {
     /// The idle task runs: resync the PELT clock, stop the tick (NOHZ idle), pick an idle state.
     fn enter_idle(&mut self, cpu: usize) {
         self.update_idle_rq_clock_pelt(cpu);
-        if let Some(h) = self.rqs[cpu].tick_ev.take() {
-            self.events.cancel(h);
+        self.idle_select_state(cpu);
+        self.rqs[cpu].idle_stamp = self.now;
+        let llc = self.topo.cpus[cpu].llc;
+        let core_idle = self.topo.siblings(cpu).iter().all(|&s| self.idle_cpu(s));
+        if core_idle {
+            self.llc_has_idle_cores[llc] = true;
         }
-        let ct = self.topo.cpus[cpu].core_type;
-        let sleep = self.sleep_length(cpu);
-        let st = crate::cpuidle::select_by_sleep_length(&self.idle_states[ct], sleep);
+    }
+
+    /// Ask the idle governor for a state; stop the tick if it says so (NOHZ idle).
+    fn idle_select_state(&mut self, cpu: usize) {
+        let (st, stop_tick) = self.cpuidle_select(cpu);
+        if stop_tick {
+            if let Some(h) = self.rqs[cpu].tick_ev.take() {
+                self.events.cancel(h);
+            }
+        } else {
+            self.start_tick(cpu);
+        }
         let rq = &mut self.rqs[cpu];
         rq.idle_state = Some(st);
         rq.idle_entered = self.now;
-        rq.idle_stamp = self.now;
         rq.idle_state_usage[st] += 1;
         if self.trace.is_some() {
             self.trace_event(
@@ -528,10 +546,29 @@ impl Sim {
                 },
             );
         }
-        let llc = self.topo.cpus[cpu].llc;
-        let core_idle = self.topo.siblings(cpu).iter().all(|&s| self.idle_cpu(s));
-        if core_idle {
-            self.llc_has_idle_cores[llc] = true;
+    }
+
+    /// The tick fired on an idle CPU (the governor kept it): the governor learns that the CPU
+    /// was woken by the tick, the idle balancer runs, and the CPU idles again.
+    fn idle_tick(&mut self, cpu: usize) {
+        self.hw_sync_for(cpu);
+        self.cpuidle_reflect(cpu, true);
+        if self.trace.is_some() {
+            self.trace_event(
+                cpu,
+                Payload::CpuIdle {
+                    state: PWR_EVENT_EXIT,
+                    cpu,
+                },
+            );
+        }
+        self.update_blocked_averages(cpu);
+        if self.now >= self.rqs[cpu].next_balance {
+            self.rebalance_domains(cpu, IdleType::Idle);
+        }
+        if self.rqs[cpu].curr.is_none() && !self.rqs[cpu].waking {
+            self.idle_select_state(cpu);
+            self.hw_update_for(cpu);
         }
     }
 
@@ -607,6 +644,9 @@ impl Sim {
     /// `sched_tick()`.
     pub fn scheduler_tick(&mut self, cpu: usize) {
         let Some(curr) = self.rqs[cpu].curr else {
+            if !self.rqs[cpu].waking {
+                self.idle_tick(cpu);
+            }
             return;
         };
         self.update_rq_clock(cpu);

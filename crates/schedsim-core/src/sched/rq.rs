@@ -78,6 +78,8 @@ pub struct Rq {
     /// `rq->cpu_capacity` (capacity left for CFS).
     pub cpu_capacity: u64,
     pub has_blocked_load: bool,
+    /// Tasks that blocked in iowait on this CPU (`nr_iowait_cpu`).
+    pub nr_iowait: u32,
     /// Work for the stopper thread, done at the next `schedule()` of this CPU.
     pub stopper: Option<Stopper>,
     /// Statistics.
@@ -117,6 +119,7 @@ impl Rq {
             idle_stamp: 0,
             cpu_capacity: capacity,
             has_blocked_load: false,
+            nr_iowait: 0,
             stopper: None,
             busy_ns: 0,
             idle_ns: 0,
