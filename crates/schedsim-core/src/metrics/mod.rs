@@ -71,7 +71,10 @@ struct TurbostatOut {
     tsc_mhz: f64,
     pkg_watt: f64,
     cor_watt: f64,
+    /// Residency of each OS-requested idle state, % of CPU time (turbostat's `C1%`, `C6%`).
     cstates: BTreeMap<String, f64>,
+    /// Package C-state residency, % of time (turbostat's `Pkg%pc2`...).
+    pkg_cstates: BTreeMap<String, f64>,
 }
 
 #[derive(Serialize)]
@@ -189,6 +192,14 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
                 .or_insert(0.0) += 100.0 * *ns as f64 / total_ns;
         }
     }
+    let npkg = sim.hw.pkg_cstate_ns.len().max(1) as f64;
+    let mut pkg_cstates: BTreeMap<String, f64> = BTreeMap::new();
+    for per_pkg in &sim.hw.pkg_cstate_ns {
+        for (s, ns) in per_pkg.iter().enumerate() {
+            let name = sim.cfg.machine.package_idle_states[s].name.clone();
+            *pkg_cstates.entry(name).or_insert(0.0) += 100.0 * *ns as f64 / (sim.now.max(1) as f64 * npkg);
+        }
+    }
     let cpus = (0..n)
         .map(|c| {
             let rq = &sim.rqs[c];
@@ -295,6 +306,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
             pkg_watt: avg_w,
             cor_watt: avg_core_w,
             cstates,
+            pkg_cstates,
         },
         sched: &sim.stats,
         sim: SimOut {
