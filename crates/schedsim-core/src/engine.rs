@@ -114,6 +114,7 @@ pub struct Sim {
     pub compiled: Compiled,
     pub workload: Workload,
     pub chans: Vec<Channel>,
+    pub sync: crate::workload::sync::SyncState,
     pub events: EventQueue<Ev>,
     pub end_time: Option<Time>,
     pub finished: bool,
@@ -249,6 +250,11 @@ impl Sim {
                 ..Channel::default()
             })
             .collect();
+        let sync = crate::workload::sync::SyncState::new(
+            compiled.mutexes.len(),
+            compiled.conds.len(),
+            compiled.barriers.len(),
+        );
         let seed = cfg.seed;
         let trace = cfg.trace.then(TraceBuf::new);
         let mut sim = Sim {
@@ -265,6 +271,7 @@ impl Sim {
             compiled,
             workload,
             chans,
+            sync,
             events: EventQueue::new(),
             finished: false,
             resched_queue: VecDeque::new(),

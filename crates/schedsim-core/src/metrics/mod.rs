@@ -197,7 +197,8 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     for per_pkg in &sim.hw.pkg_cstate_ns {
         for (s, ns) in per_pkg.iter().enumerate() {
             let name = sim.cfg.machine.package_idle_states[s].name.clone();
-            *pkg_cstates.entry(name).or_insert(0.0) += 100.0 * *ns as f64 / (sim.now.max(1) as f64 * npkg);
+            *pkg_cstates.entry(name).or_insert(0.0) +=
+                100.0 * *ns as f64 / (sim.now.max(1) as f64 * npkg);
         }
     }
     let cpus = (0..n)

@@ -97,6 +97,8 @@ impl Sim {
             last_wakee: None,
             recent_used_cpu: cpu,
             in_iowait: false,
+            resume_pending: 0,
+            suspended: false,
             stats: Default::default(),
         });
         self.live_tasks += 1;
@@ -893,6 +895,71 @@ impl Sim {
                 self.tasks[t].pc += 1;
                 self.mark(t, id);
                 Ok(true)
+            }
+            Op::RunDist { dist, stall_ns } => {
+                self.tasks[t].pc += 1;
+                let cycles = dist.sample(&mut self.rng_workload);
+                if cycles > 0.0 || stall_ns > 0.0 {
+                    self.start_burst(
+                        t,
+                        cpu,
+                        Burst {
+                            cycles,
+                            stall_ns,
+                            ..Burst::default()
+                        },
+                    );
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Op::Lock { mutex } => {
+                self.tasks[t].pc += 1;
+                Ok(self.op_lock(t, cpu, mutex))
+            }
+            Op::Unlock { mutex } => {
+                self.tasks[t].pc += 1;
+                if self.sync.mutexes[mutex].owner != Some(t) {
+                    return Err(format!(
+                        "task '{}' unlocks mutex '{}' it does not hold",
+                        self.tasks[t].comm, self.compiled.mutexes[mutex]
+                    ));
+                }
+                self.op_unlock(cpu, mutex);
+                Ok(true)
+            }
+            Op::Barrier { barrier } => {
+                self.tasks[t].pc += 1;
+                Ok(self.op_barrier(t, cpu, barrier))
+            }
+            Op::CondWait { cond, mutex } => {
+                self.tasks[t].pc += 1;
+                self.op_cond_wait(t, cpu, cond, mutex);
+                Ok(false)
+            }
+            Op::Signal { cond } => {
+                self.tasks[t].pc += 1;
+                self.op_signal(cpu, cond, false);
+                Ok(true)
+            }
+            Op::Broadcast { cond } => {
+                self.tasks[t].pc += 1;
+                self.op_signal(cpu, cond, true);
+                Ok(true)
+            }
+            Op::Suspend => {
+                self.tasks[t].pc += 1;
+                Ok(self.op_suspend(t, cpu))
+            }
+            Op::Resume { program } => {
+                self.tasks[t].pc += 1;
+                self.op_resume(cpu, program);
+                Ok(true)
+            }
+            Op::Yield => {
+                self.tasks[t].pc += 1;
+                self.yield_task_fair(cpu, t);
+                Ok(false)
             }
         }
     }

@@ -593,8 +593,22 @@ impl Sim {
     }
 
     fn pick_cfs_entity(&self, cpu: usize) -> Option<TaskId> {
-        let left = self.leftmost(cpu)?;
+        let mut left = self.leftmost(cpu)?;
         let cfs = &self.rqs[cpu].cfs;
+        if cfs.skip_buddy == Some(left) {
+            // avoid the task that yielded if the next one is close enough
+            let second = cfs
+                .queued
+                .iter()
+                .copied()
+                .filter(|&t| t != left)
+                .min_by_key(|&t| (self.tasks[t].se.vruntime, self.tasks[t].pid));
+            if let Some(s) = second {
+                if self.wakeup_preempt_entity(s, left) < 1 {
+                    left = s;
+                }
+            }
+        }
         if let Some(n) = cfs
             .next_buddy
             .filter(|&n| self.tasks[n].se.on_rq && n != left)
@@ -651,12 +665,36 @@ impl Sim {
         let cfs = &mut self.rqs[cpu].cfs;
         cfs.last_buddy = None;
         cfs.next_buddy = None;
+        cfs.skip_buddy = None;
+    }
+
+    /// `yield_task_fair()`: CFS marks the task as the skip buddy; EEVDF (v6.6–v6.11 form) pushes
+    /// its deadline one slice later. Then the CPU reschedules.
+    pub fn yield_task_fair(&mut self, cpu: usize, t: TaskId) {
+        self.update_rq_clock(cpu);
+        self.update_curr(cpu);
+        match self.prof.fair {
+            FairFlavor::Cfs => {
+                self.clear_buddies(cpu);
+                if self.rqs[cpu].cfs.nr_running > 1 {
+                    self.rqs[cpu].cfs.skip_buddy = Some(t);
+                }
+            }
+            FairFlavor::Eevdf => {
+                let se = &mut self.tasks[t].se;
+                se.deadline += calc_delta_fair(se.slice, se.weight);
+            }
+        }
+        self.queue_schedule(cpu);
     }
 
     fn clear_buddy_of(&mut self, cpu: usize, t: TaskId) {
         let cfs = &mut self.rqs[cpu].cfs;
         if cfs.last_buddy == Some(t) {
             cfs.last_buddy = None;
+        }
+        if cfs.skip_buddy == Some(t) {
+            cfs.skip_buddy = None;
         }
         if cfs.next_buddy == Some(t) {
             cfs.next_buddy = None;

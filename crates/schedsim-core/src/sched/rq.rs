@@ -22,6 +22,7 @@ pub struct CfsRq {
     pub util_est: u64,
     pub last_buddy: Option<TaskId>,
     pub next_buddy: Option<TaskId>,
+    pub skip_buddy: Option<TaskId>,
 }
 
 /// Initial `min_vruntime`: far from 0 so that relative vruntimes (which may be negative, as u64

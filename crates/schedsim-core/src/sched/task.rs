@@ -171,6 +171,9 @@ pub struct Task {
     pub recent_used_cpu: usize,
     /// The last wakeup came from an iowait sleep.
     pub in_iowait: bool,
+    /// rt-app suspend/resume: resumes received while not suspended, and whether suspended.
+    pub resume_pending: u32,
+    pub suspended: bool,
     pub stats: TaskStats,
 }
 

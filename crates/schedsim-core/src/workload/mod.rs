@@ -3,6 +3,7 @@
 pub mod periodic;
 pub mod program;
 pub mod spec;
+pub mod sync;
 
 use std::collections::BTreeMap;
 

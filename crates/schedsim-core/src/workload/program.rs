@@ -49,6 +49,35 @@ pub enum Op {
     Mark {
         id: usize,
     },
+    RunDist {
+        dist: super::spec::Dist,
+        stall_ns: f64,
+    },
+    Lock {
+        mutex: usize,
+    },
+    Unlock {
+        mutex: usize,
+    },
+    Barrier {
+        barrier: usize,
+    },
+    /// Release the mutex and wait on the condition (the next op re-takes the mutex).
+    CondWait {
+        cond: usize,
+        mutex: usize,
+    },
+    Signal {
+        cond: usize,
+    },
+    Broadcast {
+        cond: usize,
+    },
+    Suspend,
+    Resume {
+        program: usize,
+    },
+    Yield,
 }
 
 /// One task template.
@@ -79,13 +108,38 @@ pub struct Compiled {
     pub channels: Vec<ChannelDef>,
     /// Mark names, indexed by mark id.
     pub marks: Vec<String>,
+    /// Mutex, condition and barrier names, indexed by id.
+    pub mutexes: Vec<String>,
+    pub conds: Vec<String>,
+    pub barriers: Vec<String>,
+    /// Parties of each barrier: the initial task instances whose program names it.
+    pub barrier_parties: Vec<u32>,
 }
 
 struct Ctx<'a> {
     chans: &'a BTreeMap<String, usize>,
     templates: &'a BTreeMap<String, usize>,
-    marks: &'a mut Vec<String>,
+    names: &'a mut Names,
     task: &'a str,
+}
+
+/// Named objects, created on first use.
+#[derive(Default)]
+struct Names {
+    marks: Vec<String>,
+    mutexes: Vec<String>,
+    conds: Vec<String>,
+    barriers: Vec<String>,
+}
+
+fn intern(v: &mut Vec<String>, name: &str) -> usize {
+    match v.iter().position(|m| m == name) {
+        Some(i) => i,
+        None => {
+            v.push(name.to_string());
+            v.len() - 1
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -99,14 +153,13 @@ impl Ctx<'_> {
         })
     }
 
-    fn mark(&mut self, name: &str) -> usize {
-        match self.marks.iter().position(|m| m == name) {
-            Some(i) => i,
-            None => {
-                self.marks.push(name.to_string());
-                self.marks.len() - 1
-            }
-        }
+    fn template(&self, name: &str, op: &str) -> Result<usize, String> {
+        self.templates.get(name).copied().ok_or_else(|| {
+            format!(
+                "task '{}': {op} of unknown task template '{name}'",
+                self.task
+            )
+        })
     }
 }
 
@@ -157,7 +210,43 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
             OpSpec::Exec { comm } => Op::Exec { comm: comm.clone() },
             OpSpec::Wait => Op::Wait,
             OpSpec::Exit => Op::Exit,
-            OpSpec::Mark { name } => Op::Mark { id: ctx.mark(name) },
+            OpSpec::Mark { name } => Op::Mark {
+                id: intern(&mut ctx.names.marks, name),
+            },
+            OpSpec::RunDist { dist, stall_ns } => {
+                dist.validate()
+                    .map_err(|e| format!("task '{}': run_dist: {e}", ctx.task))?;
+                Op::RunDist {
+                    dist: dist.clone(),
+                    stall_ns: *stall_ns,
+                }
+            }
+            OpSpec::Lock { mutex } => Op::Lock {
+                mutex: intern(&mut ctx.names.mutexes, mutex),
+            },
+            OpSpec::Unlock { mutex } => Op::Unlock {
+                mutex: intern(&mut ctx.names.mutexes, mutex),
+            },
+            OpSpec::Barrier { name } => Op::Barrier {
+                barrier: intern(&mut ctx.names.barriers, name),
+            },
+            OpSpec::CondWait { cond, mutex } => {
+                let cond = intern(&mut ctx.names.conds, cond);
+                let mutex = intern(&mut ctx.names.mutexes, mutex);
+                out.push(Op::CondWait { cond, mutex });
+                Op::Lock { mutex }
+            }
+            OpSpec::Signal { cond } => Op::Signal {
+                cond: intern(&mut ctx.names.conds, cond),
+            },
+            OpSpec::Broadcast { cond } => Op::Broadcast {
+                cond: intern(&mut ctx.names.conds, cond),
+            },
+            OpSpec::Suspend => Op::Suspend,
+            OpSpec::Resume { task } => Op::Resume {
+                program: ctx.template(task, "resume")?,
+            },
+            OpSpec::Yield => Op::Yield,
             OpSpec::Loop { count, body } => {
                 let begin = out.len();
                 out.push(Op::LoopBegin {
@@ -196,10 +285,24 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
             return Err(format!("task '{}' declared twice", t.name));
         }
     }
-    let mut marks = Vec::new();
+    let mut names = Names::default();
     let mut programs = Vec::new();
     for t in &w.tasks {
-        programs.push(compile_task(t, &chans, &templates, &mut marks)?);
+        programs.push(compile_task(t, &chans, &templates, &mut names)?);
+    }
+    let mut barrier_parties = vec![0u32; names.barriers.len()];
+    for p in programs.iter().filter(|p| p.start) {
+        let mut seen = vec![false; names.barriers.len()];
+        for op in &p.ops {
+            if let Op::Barrier { barrier } = op {
+                seen[*barrier] = true;
+            }
+        }
+        for (b, s) in seen.into_iter().enumerate() {
+            if s {
+                barrier_parties[b] += p.instances;
+            }
+        }
     }
     if !programs.iter().any(|p| p.start) {
         return Err("workload has no task with start = true".into());
@@ -214,7 +317,11 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
                 capacity: c.capacity,
             })
             .collect(),
-        marks,
+        marks: names.marks,
+        mutexes: names.mutexes,
+        conds: names.conds,
+        barriers: names.barriers,
+        barrier_parties,
     })
 }
 
@@ -222,7 +329,7 @@ fn compile_task(
     t: &TaskSpec,
     chans: &BTreeMap<String, usize>,
     templates: &BTreeMap<String, usize>,
-    marks: &mut Vec<String>,
+    names: &mut Names,
 ) -> Result<Program, String> {
     if !(-20..=19).contains(&t.nice) {
         return Err(format!(
@@ -235,7 +342,7 @@ fn compile_task(
     let mut ctx = Ctx {
         chans,
         templates,
-        marks,
+        names,
         task: &t.name,
     };
     compile_ops(&t.program, &mut ctx, &mut ops)?;

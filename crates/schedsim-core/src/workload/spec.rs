@@ -117,4 +117,100 @@ pub enum OpSpec {
     Mark {
         name: String,
     },
+    /// Work drawn from a distribution at each execution (cycles), from the run's `workload`
+    /// PRNG stream.
+    RunDist {
+        dist: Dist,
+        #[serde(default)]
+        stall_ns: f64,
+    },
+    /// Take a mutex (FIFO hand-off to waiters); blocks while another task holds it.
+    Lock {
+        mutex: String,
+    },
+    Unlock {
+        mutex: String,
+    },
+    /// Rendezvous of every task instance whose program names this barrier; the last arrival
+    /// wakes the others.
+    Barrier {
+        name: String,
+    },
+    /// Release `mutex`, wait for a signal on `cond`, then take `mutex` again.
+    CondWait {
+        cond: String,
+        mutex: String,
+    },
+    /// Wake one waiter of `cond` (rt-app `signal`).
+    Signal {
+        cond: String,
+    },
+    /// Wake every waiter of `cond` (rt-app `broad`).
+    Broadcast {
+        cond: String,
+    },
+    /// Block until another task resumes this one (rt-app `suspend`).
+    Suspend,
+    /// Resume the suspended instances of the named task template (rt-app `resume`).
+    Resume {
+        task: String,
+    },
+    /// `sched_yield()`.
+    Yield,
+}
+
+/// A distribution of work in cycles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dist {
+    Const {
+        value: f64,
+    },
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    Exponential {
+        mean: f64,
+    },
+    /// exp(N(mu, sigma)) × scale.
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+        scale: f64,
+    },
+}
+
+impl Dist {
+    /// Check the parameters: every draw must be finite and non-negative.
+    pub fn validate(&self) -> Result<(), String> {
+        let ok = match self {
+            Dist::Const { value } => value.is_finite() && *value >= 0.0,
+            Dist::Uniform { lo, hi } => lo.is_finite() && hi.is_finite() && *lo >= 0.0 && hi >= lo,
+            Dist::Exponential { mean } => mean.is_finite() && *mean >= 0.0,
+            Dist::LogNormal { mu, sigma, scale } => {
+                mu.is_finite()
+                    && sigma.is_finite()
+                    && *sigma >= 0.0
+                    && scale.is_finite()
+                    && *scale >= 0.0
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "distribution {self:?}: parameters must be finite and non-negative (hi >= lo)"
+            ))
+        }
+    }
+
+    pub fn sample(&self, rng: &mut crate::sim::rng::RngStream) -> f64 {
+        match self {
+            Dist::Const { value } => *value,
+            Dist::Uniform { lo, hi } => lo + (hi - lo) * rng.next_f64(),
+            Dist::Exponential { mean } => rng.exp(*mean),
+            Dist::LogNormal { mu, sigma, scale } => scale * rng.lognormal(*mu, *sigma),
+        }
+    }
 }

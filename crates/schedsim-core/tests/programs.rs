@@ -1,0 +1,174 @@
+//! Task-program operations: synchronisation objects, distributions, yield.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const KHZ: u64 = 1_000_000;
+
+#[test]
+fn a_mutex_serialises_its_critical_sections_in_fifo_order() {
+    // 3 tasks on 3 CPUs each hold the mutex for 1 ms, 5 times: 15 ms of critical sections
+    // back to back; nobody else can be inside at the same time.
+    let t = |i: usize| {
+        json!({"name": format!("w{i}"), "start_cpu": i, "program": [{"op": "loop", "count": 5, "body": [
+        {"op": "lock", "mutex": "m"}, {"op": "mark", "name": "in"},
+        {"op": "run", "cycles": cycles(1.0, KHZ)}, {"op": "mark", "name": "out"},
+        {"op": "unlock", "mutex": "m"}]}]})
+    };
+    let sim = run(config(
+        smp(3, 1, KHZ, false),
+        custom(json!([t(0), t(1), t(2)]), json!([])),
+        "6.12",
+        0.0,
+    ));
+    let (inn, out) = (0usize, 1usize);
+    let mut inside = 0i32;
+    let mut events: Vec<_> = sim
+        .marks
+        .iter()
+        .map(|&(t, _, id)| (t, if id == out { 0 } else { 1 }, id))
+        .collect();
+    events.sort();
+    for (_, _, id) in events {
+        inside += if id == inn { 1 } else { -1 };
+        assert!(
+            (0..=1).contains(&inside),
+            "two tasks inside the critical section"
+        );
+    }
+    // each hand-off wakes the next owner's CPU out of C6 (85 µs)
+    let end = sim.marks.iter().map(|m| m.0).max().unwrap();
+    assert!(
+        (15_000_000..15_000_000 + 15 * 90_000).contains(&end),
+        "end {end}"
+    );
+}
+
+#[test]
+fn a_barrier_releases_all_parties_together() {
+    // 4 instances run 1, 2, 3, 4 ms of work per round on 4 CPUs, then meet: each round takes
+    // as long as the slowest (4 ms); 3 rounds ≈ 12 ms.
+    let tasks: Vec<_> = (1..=4)
+        .map(|i| json!({"name": format!("t{i}"), "start_cpu": i - 1, "program": [{"op": "loop", "count": 3, "body": [
+            {"op": "run", "cycles": cycles(i as f64, KHZ)}, {"op": "barrier", "name": "b"}, {"op": "mark", "name": "past"}]}]}))
+        .collect();
+    let sim = run(config(
+        smp(4, 1, KHZ, false),
+        custom(json!(tasks), json!([])),
+        "6.12",
+        0.0,
+    ));
+    let mut past: Vec<u64> = sim.marks.iter().map(|m| m.0).collect();
+    past.sort();
+    assert_eq!(past.len(), 12);
+    for round in past.chunks(4) {
+        // all four leave the barrier within the wakeup latencies of one another
+        assert!(
+            round[3] - round[0] < 200_000,
+            "round spread {}",
+            round[3] - round[0]
+        );
+    }
+    assert!(
+        past[11] >= 12_000_000 && past[11] < 13_000_000,
+        "end {}",
+        past[11]
+    );
+}
+
+#[test]
+fn condition_variables_and_suspend_resume_hand_work_over() {
+    let consumer = json!({"name": "consumer", "start_cpu": 1, "program": [{"op": "loop", "count": 3, "body": [
+        {"op": "lock", "mutex": "m"}, {"op": "cond_wait", "cond": "c", "mutex": "m"},
+        {"op": "mark", "name": "got"}, {"op": "unlock", "mutex": "m"}]}]});
+    let producer = json!({"name": "producer", "start_cpu": 0, "program": [{"op": "loop", "count": 3, "body": [
+        {"op": "sleep", "ns": 2_000_000}, {"op": "lock", "mutex": "m"}, {"op": "signal", "cond": "c"},
+        {"op": "unlock", "mutex": "m"}]}]});
+    let sleeper = json!({"name": "sleeper", "program": [{"op": "suspend"}, {"op": "mark", "name": "resumed"}]});
+    let waker = json!({"name": "waker", "program": [{"op": "sleep", "ns": 1_000_000}, {"op": "resume", "task": "sleeper"}]});
+    let w = custom(json!([consumer, producer, sleeper, waker]), json!([]));
+    let sim = run(config(smp(2, 1, KHZ, false), w, "6.12", 0.0));
+    let got: Vec<u64> = sim
+        .marks
+        .iter()
+        .filter(|m| sim.compiled.marks[m.2] == "got")
+        .map(|m| m.0)
+        .collect();
+    assert_eq!(got.len(), 3);
+    for (i, t) in got.iter().enumerate() {
+        // the producer's timer and the consumer's wakeup may each leave C6 (85 µs)
+        let signal = 2_000_000 * (i as u64 + 1);
+        assert!(*t >= signal && *t < signal + 400_000, "got {i} at {t}");
+    }
+    let resumed = sim
+        .marks
+        .iter()
+        .find(|m| sim.compiled.marks[m.2] == "resumed")
+        .unwrap()
+        .0;
+    assert!(
+        (1_000_000..1_400_000).contains(&resumed),
+        "resumed at {resumed}"
+    );
+    assert_eq!(sim.live_tasks, 0);
+}
+
+#[test]
+fn run_dist_draws_reproducibly_with_the_right_mean() {
+    // 2000 exponential draws with a 50 µs mean at 1 GHz: total ≈ 100 ms (±5 %), identical for
+    // the same seed, different for another seed.
+    let w = custom(
+        json!([{"name": "d", "program": [{"op": "loop", "count": 2000, "body": [
+        {"op": "run_dist", "dist": {"kind": "exponential", "mean": 50_000.0}}]}]}]),
+        json!([]),
+    );
+    let a = run(config(smp(1, 1, KHZ, false), w.clone(), "6.12", 0.0));
+    let b = run(config(smp(1, 1, KHZ, false), w.clone(), "6.12", 0.0));
+    let mut c_cfg = config(smp(1, 1, KHZ, false), w, "6.12", 0.0);
+    c_cfg.seed = 8;
+    let c = run(c_cfg);
+    let t = a.tasks[0].stats.exit_ns.unwrap() as f64;
+    assert!((t / 100e6 - 1.0).abs() < 0.05, "total {t}");
+    assert_eq!(a.tasks[0].stats.exit_ns, b.tasks[0].stats.exit_ns);
+    assert_ne!(a.tasks[0].stats.exit_ns, c.tasks[0].stats.exit_ns);
+}
+
+#[test]
+fn yield_hands_the_cpu_to_the_other_task() {
+    // Two tasks on one CPU alternate 0.1 ms of work with sched_yield(): each gets about half.
+    for kernel in ["5.2", "6.12"] {
+        let t = |n: &str| {
+            json!({"name": n, "program": [{"op": "loop", "count": -1, "body": [
+            {"op": "run", "cycles": cycles(0.1, KHZ)}, {"op": "yield"}]}]})
+        };
+        let sim = run(config(
+            smp(1, 1, KHZ, false),
+            custom(json!([t("a"), t("b")]), json!([])),
+            kernel,
+            100.0,
+        ));
+        let (a, b) = (
+            sim.tasks[0].stats.cpu_ns as f64,
+            sim.tasks[1].stats.cpu_ns as f64,
+        );
+        assert!((a / b - 1.0).abs() < 0.05, "{kernel}: {a} vs {b}");
+        assert!(
+            sim.tasks[0].stats.nr_switches > 300,
+            "{kernel}: {} switches",
+            sim.tasks[0].stats.nr_switches
+        );
+    }
+}
+
+#[test]
+fn unlocking_a_mutex_not_held_is_an_error() {
+    let w = custom(
+        json!([{"name": "bad", "program": [{"op": "unlock", "mutex": "m"}]}]),
+        json!([]),
+    );
+    let mut sim = schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), w, "6.12", 0.0)).unwrap();
+    let e = sim.run().unwrap_err();
+    assert!(e.contains("does not hold"), "{e}");
+}
