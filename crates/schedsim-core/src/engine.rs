@@ -101,6 +101,9 @@ pub struct Sample {
 /// The whole simulated machine and kernel.
 pub struct Sim {
     pub now: Time,
+    /// The CPU the current action runs on (`smp_processor_id()`): the event's CPU, the CPU
+    /// running `schedule()`, or the CPU of the task whose program executes.
+    pub this_cpu: usize,
     pub cfg: SimConfig,
     pub prof: KernelProfile,
     pub tun: Tunables,
@@ -259,6 +262,7 @@ impl Sim {
         let trace = cfg.trace.then(TraceBuf::new);
         let mut sim = Sim {
             now: 0,
+            this_cpu: 0,
             end_time: cfg.duration_ns,
             prof,
             tun,
@@ -395,6 +399,12 @@ impl Sim {
     }
 
     fn dispatch(&mut self, ev: Ev) -> Result<(), String> {
+        self.this_cpu = match ev {
+            Ev::BurstEnd { cpu } | Ev::Tick { cpu } | Ev::TaskTimer { cpu, .. } | Ev::IdleExit { cpu } => cpu,
+            Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
+            Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
+            Ev::TaskStart { .. } | Ev::Sample | Ev::End => 0,
+        };
         match ev {
             Ev::BurstEnd { cpu } => {
                 self.rqs[cpu].burst_ev = None;
@@ -451,11 +461,13 @@ impl Sim {
         loop {
             if let Some(cpu) = self.resched_queue.pop_front() {
                 if self.rqs[cpu].need_resched {
+                    self.this_cpu = cpu;
                     self.schedule(cpu);
                 }
                 continue;
             }
             if let Some(t) = self.run_queue_pending.pop_front() {
+                self.this_cpu = self.tasks[t].cpu;
                 self.run_program(t, &mut budget)?;
                 continue;
             }
