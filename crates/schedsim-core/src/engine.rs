@@ -140,6 +140,8 @@ pub struct Sim {
     pub nohz_next_balance: Time,
     pub nohz_next_blocked: Time,
     pub nr_overloaded: u32,
+    /// CPUs with more than one runnable RT task (`rto_count`).
+    pub rt_overloaded: u32,
     pub live_tasks: usize,
     pub next_pid: u32,
     pub rng_workload: RngStream,
@@ -295,6 +297,7 @@ impl Sim {
             nohz_next_balance: 0,
             nohz_next_blocked: 0,
             nr_overloaded: 0,
+            rt_overloaded: 0,
             live_tasks: 0,
             next_pid: 1000,
             rng_workload: RngStream::new(seed, "workload"),
@@ -400,7 +403,10 @@ impl Sim {
 
     fn dispatch(&mut self, ev: Ev) -> Result<(), String> {
         self.this_cpu = match ev {
-            Ev::BurstEnd { cpu } | Ev::Tick { cpu } | Ev::TaskTimer { cpu, .. } | Ev::IdleExit { cpu } => cpu,
+            Ev::BurstEnd { cpu }
+            | Ev::Tick { cpu }
+            | Ev::TaskTimer { cpu, .. }
+            | Ev::IdleExit { cpu } => cpu,
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
             Ev::TaskStart { .. } | Ev::Sample | Ev::End => 0,

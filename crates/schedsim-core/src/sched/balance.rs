@@ -115,6 +115,7 @@ impl Sim {
     /// `rebalance_domains()` (`sched_balance_domains`).
     pub fn rebalance_domains(&mut self, cpu: usize, mut idle: IdleType) {
         self.update_blocked_averages(cpu);
+        self.update_cpu_capacity(cpu);
         let mut next = self.now + 60 * 1_000_000_000;
         for lvl in 0..self.domains[cpu].len() {
             let busy = idle == IdleType::NotIdle;
@@ -138,6 +139,14 @@ impl Sim {
             next = next.min(self.domains[cpu][lvl].last_balance + interval);
         }
         self.rqs[cpu].next_balance = next;
+    }
+
+    /// `update_cpu_capacity()` → `scale_rt_capacity()`: the capacity left for CFS after the
+    /// RT class's utilization (no irq or DL time is modelled).
+    pub fn update_cpu_capacity(&mut self, cpu: usize) {
+        let max = self.topo.cpus[cpu].capacity_orig;
+        let used = self.cpu_util_rt(cpu);
+        self.rqs[cpu].cpu_capacity = if used >= max { 1 } else { (max - used).max(1) };
     }
 
     /// `nohz_balancer_kick()`: a busy CPU asks an idle one to balance for all idle CPUs.

@@ -66,6 +66,7 @@ impl Sim {
         self.next_pid += 1;
         let cpu = parent.map(|p| self.tasks[p].cpu).unwrap_or(0);
         let nice = prog.nice;
+        let rt_priority = prog.priority;
         self.tasks.push(Task {
             id,
             pid,
@@ -74,6 +75,8 @@ impl Sim {
             program,
             nice,
             policy,
+            rt_priority,
+            rt_time_slice: super::rt::RR_TIMESLICE_NS,
             se: SchedEntity {
                 weight,
                 slice: self.tun.sched_base_slice_ns,
@@ -147,7 +150,7 @@ impl Sim {
 
     /// `wake_up_new_task()`: fork balancing, initial PELT values, enqueue, preemption check.
     pub fn wake_up_new_task(&mut self, t: TaskId, parent_cpu: usize) {
-        let cpu = self.select_task_rq_fair(
+        let cpu = self.select_task_rq(
             t,
             parent_cpu,
             SdFlag::Fork,
@@ -178,13 +181,54 @@ impl Sim {
                 ..EnqFlags::default()
             },
         );
-        self.check_preempt_wakeup(cpu, t, true);
+        self.check_preempt_curr(cpu, t, true);
     }
 
-    /// `activate_task()`.
+    /// `activate_task()` → the class's `enqueue_task`.
     pub fn activate_task(&mut self, cpu: usize, t: TaskId, f: EnqFlags) {
         self.update_rq_clock(cpu);
-        self.enqueue_task_fair(cpu, t, f);
+        if self.is_rt(t) {
+            self.enqueue_task_rt(cpu, t);
+        } else {
+            self.enqueue_task_fair(cpu, t, f);
+        }
+    }
+
+    /// `deactivate_task()` → the class's `dequeue_task`.
+    pub fn deactivate_task(&mut self, cpu: usize, t: TaskId, sleep: bool, detach: bool) {
+        if self.is_rt(t) {
+            self.dequeue_task_rt(cpu, t);
+        } else {
+            self.dequeue_task_fair(cpu, t, sleep, detach);
+        }
+    }
+
+    /// `wakeup_preempt()` / `check_preempt_curr()`: the class of the wakee decides.
+    pub fn check_preempt_curr(&mut self, cpu: usize, p: TaskId, fork: bool) {
+        if self.is_rt(p) {
+            self.check_preempt_rt(cpu, p);
+        } else {
+            self.check_preempt_wakeup(cpu, p, fork);
+        }
+    }
+
+    /// `select_task_rq()` of the task's class.
+    pub fn select_task_rq(
+        &mut self,
+        p: TaskId,
+        prev: usize,
+        sd_flag: SdFlag,
+        wf: WakeFlags,
+        this_cpu: usize,
+    ) -> usize {
+        if self.is_rt(p) {
+            if sd_flag == SdFlag::Exec {
+                return prev;
+            }
+            self.select_task_rq_rt(p, prev, this_cpu)
+        } else {
+            self.select_task_rq_fair(p, prev, sd_flag, wf, this_cpu)
+        }
     }
 
     // ------------------------------------------------------------------ wakeups
@@ -208,7 +252,7 @@ impl Sim {
         if iowait {
             self.rqs[prev].nr_iowait -= 1;
         }
-        let cpu = self.select_task_rq_fair(t, prev, SdFlag::Wake, wf, waker_cpu);
+        let cpu = self.select_task_rq(t, prev, SdFlag::Wake, wf, waker_cpu);
         let migrated = cpu != prev;
         if migrated {
             self.set_task_cpu(t, cpu);
@@ -229,7 +273,7 @@ impl Sim {
                 ..EnqFlags::default()
             },
         );
-        self.check_preempt_wakeup(cpu, t, false);
+        self.check_preempt_curr(cpu, t, false);
         if self.trace.is_some() {
             let p = self.trace_ref(Some(t));
             self.trace_event(cpu, Payload::Wakeup { p, target: cpu });
@@ -348,7 +392,7 @@ impl Sim {
         if state == TaskState::IoWait {
             self.rqs[cpu].nr_iowait += 1;
         }
-        self.dequeue_task_fair(cpu, t, true, false);
+        self.deactivate_task(cpu, t, true, false);
         self.resched_curr(cpu);
     }
 
@@ -362,7 +406,7 @@ impl Sim {
         }
         self.tasks[t].state = TaskState::Dead;
         self.tasks[t].stats.exit_ns = Some(self.now);
-        self.dequeue_task_fair(cpu, t, true, true);
+        self.deactivate_task(cpu, t, true, true);
         self.stats.exits += 1;
         self.live_tasks -= 1;
         if let Some(p) = self.tasks[t].parent {
@@ -403,16 +447,16 @@ impl Sim {
         let prev = self.rqs[cpu].curr;
         self.update_rq_clock(cpu);
         if let Some(p) = prev {
-            self.put_prev_task_fair(cpu, p);
+            self.put_prev_task(cpu, p);
             if let Some(work) = self.rqs[cpu].stopper.take() {
                 // the stopper preempted the running task: sync its progress, then move a task
                 self.sync_cpu(cpu);
                 self.run_stopper(cpu, work);
             }
         }
-        let mut next = self.pick_next_task_fair(cpu);
+        let mut next = self.pick_next_task(cpu);
         if next.is_none() && self.newidle_balance(cpu) {
-            next = self.pick_next_task_fair(cpu);
+            next = self.pick_next_task(cpu);
         }
         if next == prev {
             if next.is_some() {
@@ -426,6 +470,30 @@ impl Sim {
             return;
         }
         self.context_switch(cpu, prev, next);
+    }
+
+    /// `put_prev_task()` of the class of the task leaving the CPU.
+    fn put_prev_task(&mut self, cpu: usize, p: TaskId) {
+        if self.is_rt(p) {
+            self.put_prev_task_rt(cpu, p);
+        } else {
+            self.put_prev_task_fair(cpu, p);
+        }
+    }
+
+    /// `pick_next_task()`: RT before fair (pulling a waiting RT task from an overloaded CPU
+    /// first), then the fair class.
+    fn pick_next_task(&mut self, cpu: usize) -> Option<TaskId> {
+        if self.rt_overloaded > 0 {
+            self.pull_rt_task(cpu);
+        }
+        if let Some(t) = self.pick_next_task_rt(cpu) {
+            if self.rqs[cpu].rt.queue.len() >= 2 {
+                self.push_rt_tasks(cpu);
+            }
+            return Some(t);
+        }
+        self.pick_next_task_fair(cpu)
     }
 
     fn rearm_or_continue(&mut self, cpu: usize) {
@@ -598,7 +666,7 @@ impl Sim {
     /// `idle_cpu()` / `available_idle_cpu()`: nothing runs or is queued.
     pub fn idle_cpu(&self, cpu: usize) -> bool {
         let rq = &self.rqs[cpu];
-        rq.curr.is_none() && rq.cfs.nr_running == 0
+        rq.curr.is_none() && rq.nr_running() == 0
     }
 
     /// An IPI wakes an idle CPU: it runs after its idle state's exit latency.
@@ -652,7 +720,11 @@ impl Sim {
             return;
         };
         self.update_rq_clock(cpu);
-        self.task_tick_fair(cpu, curr);
+        if self.is_rt(curr) {
+            self.task_tick_rt(cpu, curr);
+        } else {
+            self.task_tick_fair(cpu, curr);
+        }
         self.trigger_load_balance(cpu);
         self.start_tick(cpu);
     }
@@ -972,7 +1044,7 @@ impl Sim {
     /// `sched_exec()`: exec balancing may move the running task to another CPU. Returns true
     /// if it moved.
     fn sched_exec(&mut self, t: TaskId, cpu: usize) -> bool {
-        let dest = self.select_task_rq_fair(t, cpu, SdFlag::Exec, WakeFlags::default(), cpu);
+        let dest = self.select_task_rq(t, cpu, SdFlag::Exec, WakeFlags::default(), cpu);
         if dest == cpu {
             return false;
         }

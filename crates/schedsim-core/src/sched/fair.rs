@@ -156,6 +156,7 @@ impl Sim {
     /// `update_blocked_averages()`: decay an idle CPU's signals.
     pub fn update_blocked_averages(&mut self, cpu: usize) {
         self.update_rq_clock(cpu);
+        self.update_rt_rq_load_avg(cpu);
         let now = self.rqs[cpu].clock_pelt();
         let decayed = self.update_cfs_rq_load_avg(cpu, now);
         let a = &self.rqs[cpu].cfs.avg;
@@ -460,7 +461,7 @@ impl Sim {
         self.tasks[t].se.on_rq = true;
         let rq = &mut self.rqs[cpu];
         rq.cfs_tasks.push(t);
-        if rq.cfs.nr_running == 2 {
+        if rq.nr_running() == 2 {
             self.nr_overloaded += 1;
         }
         if f.iowait {
@@ -497,7 +498,7 @@ impl Sim {
         }
         cfs.load_weight -= w;
         cfs.nr_running -= 1;
-        if cfs.nr_running == 1 {
+        if self.rqs[cpu].nr_running() == 1 {
             self.nr_overloaded -= 1;
         }
         self.tasks[t].se.on_rq = false;
@@ -727,7 +728,7 @@ impl Sim {
             self.resched_curr(cpu);
             return;
         };
-        if curr == p || self.rqs[cpu].need_resched {
+        if curr == p || self.rqs[cpu].need_resched || self.is_rt(curr) {
             return;
         }
         let (cpol, ppol) = (self.tasks[curr].policy, self.tasks[p].policy);

@@ -6,6 +6,7 @@ pub mod domain;
 pub mod fair;
 pub mod pelt;
 pub mod rq;
+pub mod rt;
 pub mod select;
 pub mod task;
 

@@ -53,6 +53,7 @@ pub struct Rq {
     /// The running task; `None` = the idle task.
     pub curr: Option<TaskId>,
     pub cfs: CfsRq,
+    pub rt: super::rt::RtRq,
     /// Tasks on this rq in `cfs_tasks` order: the back was picked or enqueued most recently.
     pub cfs_tasks: Vec<TaskId>,
     pub clock_task: Time,
@@ -102,6 +103,7 @@ impl Rq {
                 min_vruntime: VRUNTIME_ORIGIN,
                 ..CfsRq::default()
             },
+            rt: super::rt::RtRq::default(),
             cfs_tasks: Vec::new(),
             clock_task: 0,
             clock_pelt: 0,
@@ -131,9 +133,9 @@ impl Rq {
         }
     }
 
-    /// `rq->nr_running` (fair class only for now).
+    /// `rq->nr_running`: fair and RT tasks.
     pub fn nr_running(&self) -> u32 {
-        self.cfs.nr_running
+        self.cfs.nr_running + self.rt.queue.len() as u32
     }
 
     /// `rq_clock_pelt()`.

@@ -27,6 +27,8 @@ pub enum Policy {
     Normal,
     Batch,
     Idle,
+    Fifo,
+    Rr,
 }
 
 impl Policy {
@@ -35,8 +37,10 @@ impl Policy {
             "SCHED_OTHER" | "SCHED_NORMAL" | "other" | "normal" => Ok(Policy::Normal),
             "SCHED_BATCH" | "batch" => Ok(Policy::Batch),
             "SCHED_IDLE" | "idle" => Ok(Policy::Idle),
+            "SCHED_FIFO" | "fifo" => Ok(Policy::Fifo),
+            "SCHED_RR" | "rr" => Ok(Policy::Rr),
             _ => Err(format!(
-                "policy '{s}': allowed SCHED_OTHER, SCHED_BATCH, SCHED_IDLE (the RT class is not modelled yet)"
+                "policy '{s}': allowed SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR (SCHED_DEADLINE is not modelled)"
             )),
         }
     }
@@ -145,6 +149,10 @@ pub struct Task {
     pub program: usize,
     pub nice: i32,
     pub policy: Policy,
+    /// RT priority 1..99 (SCHED_FIFO / SCHED_RR), 0 for the fair class.
+    pub rt_priority: u32,
+    /// Remaining SCHED_RR time slice.
+    pub rt_time_slice: u64,
     pub se: SchedEntity,
     pub util_est: UtilEst,
     pub state: TaskState,
@@ -182,9 +190,12 @@ impl Task {
         self.cpus_allowed.is_empty() || self.cpus_allowed[cpu]
     }
 
-    /// `p->prio` as printed in traces: 120 + nice for the fair class.
+    /// `p->prio` as printed in traces: 120 + nice for the fair class, 99 − rt_priority for RT.
     pub fn prio(&self) -> i32 {
-        120 + self.nice
+        match self.policy {
+            Policy::Fifo | Policy::Rr => 99 - self.rt_priority as i32,
+            _ => 120 + self.nice,
+        }
     }
 }
 

@@ -82,6 +82,7 @@ impl Periodic {
                 instances: self.tasks,
                 nice: self.nice,
                 policy: "SCHED_OTHER".into(),
+                priority: 0,
                 cpus: vec![],
                 start: true,
                 delay_ns: 0,

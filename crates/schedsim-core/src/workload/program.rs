@@ -87,6 +87,7 @@ pub struct Program {
     pub instances: u32,
     pub nice: i32,
     pub policy: String,
+    pub priority: u32,
     pub cpus: Vec<usize>,
     pub start: bool,
     pub delay_ns: u64,
@@ -337,7 +338,24 @@ fn compile_task(
             t.name, t.nice
         ));
     }
-    crate::sched::task::Policy::parse(&t.policy).map_err(|e| format!("task '{}': {e}", t.name))?;
+    let policy = crate::sched::task::Policy::parse(&t.policy)
+        .map_err(|e| format!("task '{}': {e}", t.name))?;
+    let rt = matches!(
+        policy,
+        crate::sched::task::Policy::Fifo | crate::sched::task::Policy::Rr
+    );
+    if rt && !(1..=99).contains(&t.priority) {
+        return Err(format!(
+            "task '{}': {} needs priority 1..99, got {}",
+            t.name, t.policy, t.priority
+        ));
+    }
+    if !rt && t.priority != 0 {
+        return Err(format!(
+            "task '{}': priority is for SCHED_FIFO / SCHED_RR (policy is {})",
+            t.name, t.policy
+        ));
+    }
     let mut ops = Vec::new();
     let mut ctx = Ctx {
         chans,
@@ -351,6 +369,7 @@ fn compile_task(
         instances: t.instances.max(1),
         nice: t.nice,
         policy: t.policy.clone(),
+        priority: t.priority,
         cpus: t.cpus.clone(),
         start: t.start,
         delay_ns: t.delay_ns,

@@ -22,9 +22,12 @@ pub struct TaskSpec {
     pub instances: u32,
     #[serde(default)]
     pub nice: i32,
-    /// `SCHED_OTHER`, `SCHED_BATCH`, `SCHED_IDLE` (fair class); RT policies come with the RT class.
+    /// `SCHED_OTHER`, `SCHED_BATCH`, `SCHED_IDLE` (fair class), `SCHED_FIFO`, `SCHED_RR`.
     #[serde(default = "default_policy")]
     pub policy: String,
+    /// RT priority 1..99 for SCHED_FIFO / SCHED_RR.
+    #[serde(default)]
+    pub priority: u32,
     /// Allowed CPUs; empty = all.
     #[serde(default)]
     pub cpus: Vec<usize>,

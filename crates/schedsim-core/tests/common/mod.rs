@@ -128,6 +128,10 @@ pub fn check_invariants(sim: &Sim) {
                 seen[t] += 1;
             }
         }
+        for &t in &rq.rt.queue {
+            seen[t] += 1;
+            assert_eq!(sim.tasks[t].cpu, rq.cpu, "RT task on a foreign rq");
+        }
     }
     for (t, task) in sim.tasks.iter().enumerate() {
         assert!(
