@@ -258,7 +258,7 @@ impl Sim {
         let Some(dst) = self.find_lowest_rq(p, cpu, cpu) else {
             return false;
         };
-        if dst == cpu || self.rq_prio_level(dst) >= 1 + self.tasks[p].rt_priority {
+        if dst == cpu || self.rq_prio_level(dst) > self.tasks[p].rt_priority {
             return false;
         }
         self.dequeue_task_rt(cpu, p);
