@@ -3,6 +3,7 @@
 import json
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from schedsim.cli import app
@@ -138,6 +139,23 @@ def test_machines_list_and_describe() -> None:
     assert "C1E" in result.stdout
     assert "[seed000]" in result.stdout  # the sources are shown
     assert "turbo (1C, 2C, ...) 3900, 3900, 3800, 3700 MHz" in result.stdout
+    for text in ("HWP enabled", "PL1 80 W", "PC6", "calibrated", "power.c_eff"):
+        assert text in result.stdout, text
+
+
+@pytest.mark.parametrize("name", ["epyc7742-2s", "power10-smt8", "juno-r0", "broadwell-80x"])
+def test_machines_describe_every_kind(name: str) -> None:
+    result = runner.invoke(app, ["machines", "--describe", name], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "Topology" in out and "Every value and its source" in out
+    assert "(none)" not in out  # every value has a source comment
+    if name == "epyc7742-2s":
+        assert "128 domains" in out and "PL1 225 W" in out and "no per-active-core" in out
+    if name == "broadwell-80x":
+        assert "40 domains" in out and "2900, 2700" in out
+    if name == "juno-r0":
+        assert "0,3-5" in out  # the LITTLE cluster in Linux numbering
 
 
 def test_workloads_list_and_describe(fake_core) -> None:
@@ -156,10 +174,10 @@ def test_bench_json(fake_core) -> None:
     result = runner.invoke(app, ["bench", "--json", "--duration", "100ms"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data["scenarios"]) == {"pingpong-8cpu-64", "simso-8cpu-40"}
+    assert set(data["scenarios"]) == {"pingpong-8cpu-64", "simso-8cpu-40", "periodic-256cpu-1280"}
     for figures in data["scenarios"].values():
         assert set(figures) == {"events_per_s", "sim_speed", "events", "wall_s"}
-    assert "periodic-256cpu-1280" in data["skipped"]
+    assert data["skipped"] == {}
     assert all(c["cpufreq"]["governor"] == "performance" for c in fake_core.configs)
     assert all(c["duration_ns"] == 100_000_000 for c in fake_core.configs)
     assert all(c["workload"]["name"] == "custom" for c in fake_core.configs)

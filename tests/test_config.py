@@ -182,3 +182,15 @@ def test_open_ended_workload_needs_a_duration(fake_core) -> None:
 def test_custom_is_not_a_workload_string(fake_core) -> None:
     with pytest.raises(ConfigError, match="schedsim.programs"):
         build_config("skylake-8x", "custom", duration="1s")
+
+
+def test_power_partition_has_no_cpufreq_driver() -> None:
+    """A shared-processor LPAR runs at the frequency the firmware sets: no driver, the fixed
+    frequency run as `performance`."""
+    m = load_machine("power10-smt8")
+    choice = resolve_cpufreq(m, "6.2")
+    assert (choice.driver, choice.governor, choice.invariance) == (None, "performance", "none")
+    with pytest.raises(ConfigError, match="has no cpufreq driver"):
+        resolve_cpufreq(m, "6.2", governor="schedutil")
+    with pytest.raises(ConfigError, match="unknown driver 'cpufreq-dt'"):
+        resolve_cpufreq(m, "6.2", driver="cpufreq-dt")

@@ -1,4 +1,10 @@
-"""Preset expansion, checked against the source data (seed 000, sdm845 DT and RB3 EM values)."""
+"""Preset expansion, checked against the source data: seed 000's turbo tables, the Arm
+device-tree energy models of shared/data/machines, intel_idle's tables, the TDP calibrations and
+seed 001's socket power; and the preset validation."""
+
+import csv
+import math
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -7,13 +13,50 @@ from hypothesis import strategies as st
 from schedsim.errors import ConfigError
 from schedsim.machines import list_machines, load_machine, preset_dir
 from schedsim.machines.preset import em_power_mw
+from schedsim.machines.sources import split_comment, value_sources
 from schedsim.spec import MachineSpec
+
+# shared/ (seeds and data) sits beside the repository in the development layout.
+SHARED = preset_dir().parents[2].parent / "shared"
+REPO = preset_dir().parents[2]
+
+DESIGN_NAMES = [
+    "skylake-8x",
+    "broadwell-80x",
+    "haswell-48x",
+    "skylake-sp-104",
+    "epyc7742-2s",
+    "sdm845",
+    "power10-smt8",
+    "juno-r0",
+    "hikey960",
+    "rk3399",
+    "rk3588",
+    "sm8250",
+]
+
+# name: (CPUs, packages, NUMA nodes, SMT, domain granularity, domains, LLCs) per DESIGN
+# "Hardware": one frequency domain per package on the Skylake client part, per core on the
+# server parts, per cluster on the Arm SoCs.
+EXPECTED = {
+    "skylake-8x": (8, 1, 1, 2, "package", 1, 1),
+    "broadwell-80x": (80, 2, 2, 2, "core", 40, 2),
+    "haswell-48x": (48, 2, 2, 2, "core", 24, 2),
+    "skylake-sp-104": (104, 2, 2, 2, "core", 52, 2),
+    "epyc7742-2s": (256, 2, 2, 2, "core", 128, 32),
+    "power10-smt8": (64, 1, 1, 8, "package", 1, 8),
+    "sdm845": (8, 1, 1, 1, "cluster", 2, 1),
+    "sm8250": (8, 1, 1, 1, "cluster", 3, 1),
+    "juno-r0": (6, 1, 1, 1, "cluster", 2, 2),
+    "hikey960": (8, 1, 1, 1, "cluster", 2, 2),
+    "rk3399": (6, 1, 1, 1, "cluster", 2, 2),
+    "rk3588": (8, 1, 1, 1, "cluster", 3, 1),
+}
 
 
 def test_presets_listed() -> None:
-    names = list_machines()
-    assert "skylake-8x" in names
-    assert "sdm845" in names
+    assert sorted(list_machines()) == sorted(DESIGN_NAMES)
+    assert set(EXPECTED) == set(DESIGN_NAMES)
 
 
 @pytest.mark.parametrize("name", list_machines())
@@ -28,10 +71,42 @@ def test_every_preset_expands_to_a_valid_machine_spec(name: str) -> None:
     for fd in spec.freq_domains:
         khz = [o.khz for o in fd.opps]
         assert khz == sorted(set(khz))
+        assert khz[0] <= fd.base_khz <= khz[-1]
     for ct in spec.core_types:
         assert ct.name in spec.idle_states
         if ct.smt_share:
             assert ct.smt_share[0] == 1.0
+    for ps in spec.package_idle_states:
+        for states in spec.idle_states.values():
+            assert 0 < ps.min_core_state < len(states)
+
+
+@pytest.mark.parametrize("name", list_machines())
+def test_topology_and_domain_granularity(name: str) -> None:
+    ncpus, packages, nodes, smt, granularity, ndomains, nllc = EXPECTED[name]
+    m = load_machine(name)
+    spec = m.spec
+    assert (m.ncpus, m.packages, m.nodes, m.smt) == (ncpus, packages, nodes, smt)
+    assert len({c.package for c in spec.cpus}) == packages
+    assert len({c.node for c in spec.cpus}) == nodes
+    assert len({c.llc for c in spec.cpus}) == nllc
+    assert {fd.granularity for fd in spec.freq_domains} == {granularity}
+    assert len(spec.freq_domains) == ndomains
+    # SMT siblings: every core has `smt` threads, in one package, node, LLC and domain.
+    cores: dict[int, list] = {}
+    for c in spec.cpus:
+        cores.setdefault(c.core, []).append(c)
+    assert len(cores) * smt == ncpus
+    for threads in cores.values():
+        assert len(threads) == smt
+        assert len({(t.package, t.node, t.llc, t.cluster, t.freq_domain) for t in threads}) == 1
+    # a frequency domain never spans packages or core types
+    for d in range(ndomains):
+        members = [c for c in spec.cpus if c.freq_domain == d]
+        assert len({c.package for c in members}) == 1
+        assert len({c.core_type for c in members}) == 1
+    coordination = {fd.coordination for fd in spec.freq_domains}
+    assert coordination == ({"max-active"} if spec.arch == "x86" else {"max"})
 
 
 @pytest.mark.parametrize("name", list_machines())
@@ -42,38 +117,124 @@ def test_every_value_line_carries_a_source_comment(name: str) -> None:
         if not stripped or stripped.startswith(("#", "[")) or stripped in ("]", "opps = ["):
             continue
         assert "#" in stripped, f"{name}: no source comment on: {line}"
+    sources = value_sources(text)
+    assert sources
+    for v in sources:
+        assert v.source, f"{name}:{v.line}: {v.key} has no source comment"
+    # estimates say why on their line (more than the bare tag)
+    for v in sources:
+        if "[est]" in v.source:
+            assert len(v.source.replace("[est]", "").strip()) > 10, f"{name}: {v.key}"
+
+
+def test_value_sources_paths() -> None:
+    sources = {v.key: v for v in value_sources((preset_dir() / "skylake-8x.toml").read_text())}
+    assert sources["power.c_eff"].value == "2740"
+    assert "calibrated" in sources["power.c_eff"].source
+    assert sources["idle_states.skl[2].name"].value == '"C1E"'
+    assert sources["idle_states.skl[2].exit_latency_us"].source == "[idle]"
+    assert sources["package_idle_states[1].min_core_state"].value == '"C6"'
+    big = {v.key: v for v in value_sources((preset_dir() / "sdm845.toml").read_text())}
+    assert big["opp_tables.big.opps[9]"].value == "[1056000, 648000]"
+    assert "[rb3]" in big["opp_tables.big.opps[9]"].source
+    assert split_comment('name = "a # b"  # src') == ('name = "a # b"', "src")
+
+
+# ---- x86: seed 000's turbo tables, intel_idle, TDP calibration ------------------------------
+
+# seed 000 section 5.1, transcribed: EFFIC, BASE and the 1C, 2C, ... turbo frequencies (MHz).
+SEED000 = {
+    "skylake-8x": (800, 3500, [3900, 3900, 3800, 3700]),
+    "broadwell-80x": (1200, 2200, [3600, 3600, 3400, 3300, 3200, 3100, 3000, 2900]),
+    "haswell-48x": (1200, 2300, [3100, 3100, 2900, 2800, 2700] + [2600] * 7),
+}
+SEED000_NAMES = {
+    "skylake-8x": "8x-SKYLAKE-UMA",
+    "broadwell-80x": "80x-BROADWELL-NUMA",
+    "haswell-48x": "48x-HASWELL-NUMA",
+}
+
+
+def seed000_tables() -> dict[str, tuple[int, int, list[int]]]:
+    """EFFIC, BASE and the turbo bins of each machine, read from the seed file."""
+    path = SHARED / "seeds" / "000_d24d9f93e0dce4f2.txt"
+    if not path.is_file():
+        pytest.skip("shared/ reference data not present")
+    out: dict[str, tuple[int, int, list[int]]] = {}
+    current = None
+    bins: dict[int, int] = {}
+    effic = base = 0
+    for line in path.read_text().splitlines():
+        m = re.match(r"^\* (\S+?):?$", line.strip())
+        if m and m.group(1) in SEED000_NAMES.values():
+            current, bins, effic, base = m.group(1), {}, 0, 0
+            continue
+        if current is None:
+            continue
+        m = re.match(r"^\s+(EFFIC|BASE|(\d+)C)\s+(\d+) \|", line)
+        if m:
+            if m.group(1) == "EFFIC":
+                effic = int(m.group(3))
+            elif m.group(1) == "BASE":
+                base = int(m.group(3))
+            else:
+                bins[int(m.group(2))] = int(m.group(3))
+            out[current] = (effic, base, [bins[k] for k in sorted(bins)])
+        elif line.strip().startswith("5.2 SETUP"):
+            break
+    return out
+
+
+@pytest.mark.parametrize("name", list(SEED000))
+def test_intel_turbo_tables_equal_seed_000(name: str) -> None:
+    effic, base, turbo = SEED000[name]
+    assert seed000_tables()[SEED000_NAMES[name]] == (effic, base, turbo)
+    fd = load_machine(name).spec.freq_domains[0]
+    assert fd.opps[0].khz == effic * 1000
+    assert fd.opps[-1].khz == turbo[0] * 1000
+    assert fd.base_khz == base * 1000
+    assert [o.khz for o in fd.opps] == list(range(effic * 1000, turbo[0] * 1000 + 1, 100_000))
+    assert fd.turbo_khz[: len(turbo)] == [t * 1000 for t in turbo]
+    cores = len({c.core for c in load_machine(name).spec.cpus}) // load_machine(name).packages
+    assert len(fd.turbo_khz) == cores  # one bin per core of the package
+    # Broadwell: 9C..20C is the all-core turbo, below the 8C bin
+    assert all(t <= turbo[-1] * 1000 for t in fd.turbo_khz[len(turbo) :])
 
 
 def test_skylake_topology() -> None:
     m = load_machine("skylake-8x")
     spec = m.spec
-    assert len(spec.cpus) == 8
-    assert m.packages == 1
-    assert {c.package for c in spec.cpus} == {0}
-    assert {c.llc for c in spec.cpus} == {0}
     # x86 numbering: SMT siblings are cpu and cpu + 4.
     for cpu in range(4):
         assert spec.cpus[cpu].core == spec.cpus[cpu + 4].core == cpu
-    assert len({c.core for c in spec.cpus}) == 4
     assert spec.core_types[0].smt_share == [1.0, 0.62]
     assert spec.arch == "x86"
+    assert spec.tsc_khz == spec.freq_domains[0].base_khz
 
 
-def test_skylake_frequencies_from_seed_000() -> None:
-    spec = load_machine("skylake-8x").spec
-    assert len(spec.freq_domains) == 1
-    assert {c.freq_domain for c in spec.cpus} == {0}
-    fd = spec.freq_domains[0]
-    assert fd.granularity == "package"
-    khz = [o.khz for o in fd.opps]
-    assert len(khz) == 32
-    assert khz == list(range(800_000, 3_900_001, 100_000))
-    assert fd.base_khz == 3_500_000
-    assert fd.turbo_khz == [3_900_000, 3_900_000, 3_800_000, 3_700_000]  # 1C 2C 3C 4C
-    assert spec.tsc_khz == fd.base_khz
-    assert fd.opps[0].uv == 700_000
-    assert fd.opps[-1].uv == 1_200_000
-    assert all(b.uv > a.uv for a, b in zip(fd.opps, fd.opps[1:], strict=False))
+def test_thread_major_numbering_on_the_two_socket_servers() -> None:
+    spec = load_machine("broadwell-80x").spec
+    assert [c.package for c in spec.cpus] == [0] * 20 + [1] * 20 + [0] * 20 + [1] * 20
+    assert spec.cpus[0].core == spec.cpus[40].core
+    assert spec.cpus[20].core == spec.cpus[60].core
+    assert spec.numa_distance == [[10, 21], [21, 10]]
+    epyc = load_machine("epyc7742-2s").spec
+    assert [c.package for c in epyc.cpus[:128]] == [0] * 64 + [1] * 64
+    # 16 CCXs of 4 cores per package, each its own LLC
+    per_llc: dict[int, set[int]] = {}
+    for c in epyc.cpus:
+        per_llc.setdefault(c.llc, set()).add(c.core)
+    assert len(per_llc) == 32
+    assert all(len(cores) == 4 for cores in per_llc.values())
+    assert epyc.freq_domains[0].turbo_khz == []
+    assert [o.khz for o in epyc.freq_domains[0].opps] == [
+        1_500_000,
+        2_000_000,
+        2_250_000,
+        3_400_000,
+    ]
+    assert epyc.power.power_limit_mw == 225_000
+    assert epyc.tsc_khz == 2_250_000
 
 
 def test_skylake_idle_states_from_intel_idle() -> None:
@@ -87,19 +248,265 @@ def test_skylake_idle_states_from_intel_idle() -> None:
     assert table["C10"] == (890, 5000, False)
 
 
-def test_skylake_power_model_reaches_tdp_at_base() -> None:
-    """c_eff was calibrated so that 4 cores x 2 threads at base draw the 80 W TDP."""
-    m = load_machine("skylake-8x")
-    power = m.preset.power
+INTEL_IDLE_TABLES = {
+    "skylake-8x": "skl_cstates",
+    "broadwell-80x": "bdw_cstates",
+    "haswell-48x": "hsw_cstates",
+    "skylake-sp-104": "skx_cstates",
+}
+
+
+@pytest.mark.parametrize("name", list(INTEL_IDLE_TABLES))
+def test_intel_idle_states_equal_the_intel_idle_tables(name: str) -> None:
+    path = SHARED / "data" / "x86" / "intel_idle_cstate_tables.csv"
+    if not path.is_file():
+        pytest.skip("shared/ reference data not present")
+    rows = {
+        r["state"]: (int(r["exit_latency_us"]), int(r["target_residency_us"]))
+        for r in csv.DictReader(path.open())
+        if r["table"] == INTEL_IDLE_TABLES[name]
+    }
+    (states,) = load_machine(name).spec.idle_states.values()
+    assert states[0].name == "POLL"
+    for s in states[1:]:
+        assert (s.exit_latency_us, s.target_residency_us) == rows[s.name], s.name
+    # the server dies offer the states their CPUID MWAIT leaf reports: no C7s-C10
+    names = [s.name for s in states[1:]]
+    expected = {
+        "skylake-8x": list(rows),
+        "broadwell-80x": ["C1", "C1E", "C3", "C6"],
+        "haswell-48x": ["C1", "C1E", "C3", "C6"],
+        "skylake-sp-104": ["C1", "C1E", "C6"],
+    }[name]
+    assert names == expected
+
+
+def x86_package_power_mw(name: str, khz: int, threads: int) -> float:
+    """Package power with every core busy (`threads` per core) at `khz`, by the core's formula
+    (crates/schedsim-core/src/hw/power.rs): c_eff x V^2 x f x (1 + smt x (k-1)) + leakage per
+    core, plus package_idle + uncore_active x f / f_max."""
+    m = load_machine(name)
+    p = m.spec.power
     fd = m.spec.freq_domains[0]
-    base = next(o for o in fd.opps if o.khz == fd.base_khz)
-    volts = base.uv / 1e6
-    top = fd.opps[-1].uv / 1e6
-    core_mw = (1 + power.smt_power_factor) * power.c_eff * volts**2 * base.khz / 1e6
-    core_mw += power.core_leakage_mw * volts / top
-    package_w = (power.package_idle_mw + power.uncore_active_mw + 4 * core_mw) / 1000
-    assert power.tdp_w == 80
-    assert package_w == pytest.approx(80, rel=0.02)
+    opp = next(o for o in fd.opps if o.khz == khz)
+    volts, ghz = opp.uv / 1e6, khz / 1e6
+    core = p.c_eff * volts**2 * ghz * (1 + p.smt_power_factor * (threads - 1)) + p.core_leakage_mw
+    cores = m.ncores // m.packages
+    return p.package_idle_mw + p.uncore_active_mw * khz / fd.opps[-1].khz + cores * core
+
+
+@pytest.mark.parametrize(
+    "name", ["skylake-8x", "broadwell-80x", "haswell-48x", "skylake-sp-104", "epyc7742-2s"]
+)
+def test_x86_power_models_reach_tdp_at_base(name: str) -> None:
+    """c_eff was calibrated so that every thread busy at base draws the TDP."""
+    m = load_machine(name)
+    base = m.spec.freq_domains[0].base_khz
+    tdp_w = m.preset.power.tdp_w
+    assert tdp_w is not None
+    assert x86_package_power_mw(name, base, m.smt) / 1000 == pytest.approx(tdp_w, rel=0.005)
+    # and the power limit (PL1 / PPT) is the TDP: all-core turbo is above it
+    assert m.spec.power.power_limit_mw == tdp_w * 1000
+    top = m.spec.freq_domains[0].opps[-1].khz
+    assert x86_package_power_mw(name, top, m.smt) > m.spec.power.power_limit_mw
+
+
+def test_intel_power_limits() -> None:
+    skl = load_machine("skylake-8x").spec.power
+    assert (skl.power_limit_mw, skl.power_limit2_mw, skl.power_limit_tau_ms) == (
+        80_000,
+        100_000,
+        28_000,
+    )
+    for name in ("broadwell-80x", "haswell-48x", "skylake-sp-104"):
+        p = load_machine(name).spec.power
+        assert p.power_limit2_mw == pytest.approx(1.2 * p.power_limit_mw)
+
+
+def test_hwp_capabilities() -> None:
+    hwp = load_machine("skylake-8x").spec.hwp
+    assert hwp is not None
+    assert (hwp.highest_khz, hwp.guaranteed_khz, hwp.efficient_khz, hwp.lowest_khz) == (
+        3_900_000,
+        3_500_000,
+        800_000,
+        800_000,
+    )
+    assert hwp.default_epp == 0x80
+    sp = load_machine("skylake-sp-104").spec.hwp
+    assert sp is not None
+    assert (sp.highest_khz, sp.guaranteed_khz, sp.default_epp) == (3_700_000, 2_100_000, 0x80)
+    for name in ("broadwell-80x", "haswell-48x", "epyc7742-2s", "sdm845"):
+        assert load_machine(name).spec.hwp is None
+    # HWP switched off (firmware / override): the capabilities stay in the preset, not the spec
+    off = load_machine("skylake-8x", {"machine": {"hwp": False}})
+    assert off.spec.hwp is None and not off.hwp
+    assert off.preset.hwp is not None
+
+
+def test_package_idle_states_resolve_to_core_state_indices() -> None:
+    skl = load_machine("skylake-8x").spec
+    names = [s.name for s in skl.idle_states["skylake"]]
+    assert [(p.name, names[p.min_core_state]) for p in skl.package_idle_states] == [
+        ("PC3", "C3"),
+        ("PC6", "C6"),
+        ("PC7", "C7s"),
+        ("PC8", "C8"),
+    ]
+    powers = [p.power_mw for p in skl.package_idle_states]
+    assert powers == sorted(powers, reverse=True)
+    assert skl.power.package_idle_mw > powers[0]
+    (pc6,) = load_machine("broadwell-80x").spec.package_idle_states
+    assert pc6.min_core_state == 4
+    sdm = load_machine("sdm845").spec
+    (cluster,) = sdm.package_idle_states
+    assert cluster.min_core_state == 3
+    assert all(s[3].name == "cluster-power-down" for s in sdm.idle_states.values())
+    (sm,) = load_machine("sm8250").spec.package_idle_states
+    assert (sm.min_core_state, sm.exit_latency_us) == (1, 6562)
+    assert load_machine("rk3588").spec.package_idle_states == []
+
+
+# ---- POWER10 (seed 001) ------------------------------------------------------------------------
+
+
+def test_power10_smt8_folding() -> None:
+    m = load_machine("power10-smt8")
+    spec = m.spec
+    assert spec.arch == "power"
+    # core-major numbering: cpus 0-7 are core 0's threads
+    assert [c.core for c in spec.cpus[:16]] == [0] * 8 + [1] * 8
+    (ct,) = spec.core_types
+    share = ct.smt_share
+    assert len(share) == 8 and share[0] == 1.0
+    assert share == sorted(share, reverse=True)  # a lone thread runs fastest
+    total = [k * s for k, s in enumerate(share, start=1)]
+    assert total == sorted(total)  # the core's throughput still grows with threads
+    assert total[-1] == pytest.approx(2.3)
+    # smooth: T(k) = k^b with T(8) = 2.3
+    b = math.log(2.3) / math.log(8)
+    assert share == pytest.approx([k ** (b - 1) for k in range(1, 9)], abs=6e-4)
+    ((opp,),) = [fd.opps for fd in spec.freq_domains]
+    assert opp.khz == 3_000_000
+    assert [s.name for s in spec.idle_states["power10"]] == ["snooze", "Shared Cede"]
+
+
+def test_power10_socket_power_lands_in_seed_001() -> None:
+    """1CG: 4 busy threads per core for half of every period; RFC v2: one such core; aligned
+    2CG: 8 busy threads per core for half of every period (a prediction, not calibrated)."""
+    m = load_machine("power10-smt8")
+    p = m.spec.power
+    (opp,) = m.spec.freq_domains[0].opps
+    cede = m.spec.idle_states["power10"][1].power_mw
+
+    def busy(k: int) -> float:
+        dyn = p.c_eff * (opp.uv / 1e6) ** 2 * opp.khz / 1e6
+        return dyn * (1 + p.smt_power_factor * (k - 1)) + p.core_leakage_mw
+
+    def socket_w(cores_busy: int, k: int) -> float:
+        idle = 8 - cores_busy
+        active = cores_busy * (0.5 * busy(k) + 0.5 * cede)
+        return (p.package_idle_mw + idle * cede + active) / 1000
+
+    assert socket_w(8, 4) == pytest.approx(80.0, abs=0.5)  # seed 001: 80-82 W
+    assert socket_w(1, 4) == pytest.approx(44.0, abs=0.5)  # RFC v2: 44 W
+    assert 89 <= socket_w(8, 8) <= 94  # seed 001 aligned 2CG: 89-94 W
+
+
+# ---- Arm: the device-tree energy models of shared/data/machines ------------------------------
+
+ARM_DATA = {
+    "juno-r0": "juno_r0",
+    "hikey960": "hikey960_hi3660",
+    "rk3399": "rk3399",
+    "rk3588": "rk3588",
+    "sm8250": "sm8250",
+    "sdm845": "sdm845",
+}
+
+
+def arm_rows(name: str) -> list[dict[str, str]]:
+    path = SHARED / "data" / "machines" / f"{ARM_DATA[name]}_opp_em.csv"
+    if not path.is_file():
+        pytest.skip("shared/ reference data not present")
+    return list(csv.DictReader(path.open()))
+
+
+def cluster_domains(name: str) -> dict[str, int]:
+    """CSV cluster name -> frequency domain, through the CSV's first CPU of the cluster."""
+    spec = load_machine(name).spec
+    out = {}
+    for r in arm_rows(name):
+        first = int(re.split(r"[,-]", r["cpus"])[0])
+        out[r["cluster"]] = spec.cpus[first].freq_domain
+    return out
+
+
+@pytest.mark.parametrize("name", list(ARM_DATA))
+def test_arm_opps_and_em_power_match_the_data(name: str) -> None:
+    """Frequencies and voltages are the data's; EM power is dpc * V^2 * f (kernel formula)."""
+    spec = load_machine(name).spec
+    rows = arm_rows(name)
+    domains = cluster_domains(name)
+    for cluster, d in domains.items():
+        expected = [r for r in rows if r["cluster"] == cluster]
+        opps = spec.freq_domains[d].opps
+        assert [o.khz for o in opps] == [int(r["freq_khz"]) for r in expected]
+        ct = spec.core_types[next(c.core_type for c in spec.cpus if c.freq_domain == d)]
+        assert ct.capacity_dmips_mhz == int(expected[0]["capacity_dmips_mhz"])
+        dpc = float(expected[0]["dynamic_power_coefficient"])
+        for o, r in zip(opps, expected, strict=True):
+            # kernel formula: uW = dpc * mV^2 * MHz / 1e6
+            uw = dpc * (o.uv / 1000) ** 2 * (o.khz / 1000) / 1e6
+            assert o.power_mw == pytest.approx(uw / 1000, abs=1e-6)
+            if r["voltage_uv"]:  # sdm845's voltages are estimates (the DT has none)
+                assert o.uv == int(r["voltage_uv"])
+                assert o.power_mw == pytest.approx(float(r["em_power_mw"]), abs=1e-3)
+
+
+@pytest.mark.parametrize("name", list(ARM_DATA))
+def test_arm_capacities_follow_the_kernel_formula(name: str) -> None:
+    """cpu_capacity = 1024 * dmips * f_max / max(dmips * f_max) equals the data's."""
+    spec = load_machine(name).spec
+    rows = arm_rows(name)
+    perf = {
+        c.id: spec.core_types[c.core_type].capacity_dmips_mhz
+        * spec.freq_domains[c.freq_domain].opps[-1].khz
+        for c in spec.cpus
+    }
+    top = max(perf.values())
+    for cluster, d in cluster_domains(name).items():
+        cpu = next(c.id for c in spec.cpus if c.freq_domain == d)
+        expected = max(int(r["opp_capacity"]) for r in rows if r["cluster"] == cluster)
+        assert 1024 * perf[cpu] // top == expected
+
+
+def test_juno_cpu_numbering_is_the_boot_order() -> None:
+    spec = load_machine("juno-r0").spec
+    big = spec.cpus[1].core_type
+    assert [c.id for c in spec.cpus if c.core_type == big] == [1, 2]
+    assert [c.freq_domain for c in spec.cpus] == [0, 1, 1, 0, 0, 0]
+    assert [c.cluster for c in spec.cpus] == [0, 1, 1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("name", ["juno-r0", "hikey960", "rk3399", "rk3588", "sm8250", "sdm845"])
+def test_arm_idle_states_use_entry_plus_exit_latency(name: str) -> None:
+    path = SHARED / "data" / "machines" / f"{ARM_DATA[name]}.json"
+    if not path.is_file():
+        pytest.skip("shared/ reference data not present")
+    import json
+
+    data = json.loads(path.read_text())
+    dt = {
+        (s["entry_us"] + s["exit_us"], s["min_residency_us"]) for s in data.get("idle_states", [])
+    }
+    spec = load_machine(name).spec
+    for states in spec.idle_states.values():
+        assert (states[0].name, states[0].exit_latency_us) == ("WFI", 1)
+        for s in states[1:]:
+            if dt:
+                assert (s.exit_latency_us, s.target_residency_us) in dt, s.name
+            assert s.power_mw == 0  # the EM has no idle power
 
 
 def test_sdm845_topology() -> None:
@@ -291,3 +698,113 @@ def test_expansion_invariants(overrides) -> None:
     for d in range(expected_domains):
         assert len({c.package for c in spec.cpus if c.freq_domain == d}) == 1
     assert len({c.llc for c in spec.cpus}) == nodes * len({c["llc"] for c in topo["clusters"]})
+
+
+# ---- the new hardware fields: validation and the mirror of config.rs --------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "expected"),
+    [
+        (
+            "skylake-8x",
+            {"package_idle_states": [{"name": "PCx", "min_core_state": "C11", "power_mw": 1}]},
+            "package_idle_states[0].min_core_state 'C11' is not a state of idle_states.skl",
+        ),
+        (
+            "skylake-8x",
+            {
+                "package_idle_states": [
+                    {"name": "A", "min_core_state": "C6", "power_mw": 2},
+                    {"name": "B", "min_core_state": "C3", "power_mw": 1},
+                ]
+            },
+            "package_idle_states[1] ('B'): list package states shallowest first",
+        ),
+        (
+            "sm8250",
+            {"package_idle_states": [{"name": "x", "min_core_state": 2, "power_mw": 0}]},
+            "package_idle_states[0].min_core_state 2 is out of range",
+        ),
+        ("broadwell-80x", {"machine": {"hwp": True}}, "machine.hwp = true needs an [hwp] table"),
+        (
+            "skylake-8x",
+            {"hwp": {"highest_khz": 4_000_000}},
+            "hwp.highest_khz 4000000 differs from the highest OPP 3900000",
+        ),
+        (
+            "skylake-8x",
+            {"hwp": {"lowest_khz": 900_000}},
+            "hwp: expected lowest_khz <= efficient_khz <= guaranteed_khz <= highest_khz",
+        ),
+        ("skylake-8x", {"hwp": {"default_epp": 256}}, "hwp.default_epp"),
+        (
+            "skylake-8x",
+            {"power": {"power_limit_tau_ms": 0}},
+            "power.power_limit_mw needs a power.power_limit_tau_ms > 0",
+        ),
+        (
+            "skylake-8x",
+            {"power": {"power_limit2_mw": 50_000}},
+            "power.power_limit2_mw 50000 is below power.power_limit_mw 80000",
+        ),
+        (
+            "juno-r0",
+            {"topology": {"cpu_ids": [0, 1, 2, 3, 4, 4]}},
+            "topology.cpu_ids must list each of the 6 CPU numbers 0..5 exactly once",
+        ),
+        (
+            "sdm845",
+            {"topology": {"cpu_ids": [0, 1, 2, 3, 4, 5, 6, 7]}},
+            "topology.cpu_ids needs topology.cpu_numbering = 'explicit'",
+        ),
+        (
+            "sdm845",
+            {"topology": {"freq_coordination": "min"}},
+            "topology.freq_coordination",
+        ),
+        (
+            "sdm845",
+            {"hwp": {"highest_khz": 1, "guaranteed_khz": 1, "efficient_khz": 1, "lowest_khz": 1}},
+            "[hwp] is Intel's",
+        ),
+    ],
+)
+def test_new_fields_are_validated_with_file_and_key(name, overrides, expected) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_machine(name, overrides)
+    message = str(err.value)
+    assert f"{name}.toml" in message
+    assert expected in message
+    assert "\n" not in message
+
+
+def rust_struct_fields(source: str, struct: str) -> list[str]:
+    body = re.search(rf"pub struct {struct} \{{(.*?)\n\}}", source, re.S)
+    assert body, struct
+    return re.findall(r"^\s*pub (\w+):", body.group(1), re.M)
+
+
+@pytest.mark.parametrize(
+    "struct",
+    [
+        "MachineSpec",
+        "CpuSpec",
+        "CoreTypeSpec",
+        "OppSpec",
+        "FreqDomainSpec",
+        "IdleStateSpec",
+        "PowerSpec",
+        "PackageIdleStateSpec",
+        "HwpSpec",
+    ],
+)
+def test_spec_mirrors_config_rs(struct: str) -> None:
+    """The pydantic mirror has exactly the fields of the core's structs (deny_unknown_fields)."""
+    import schedsim.spec as spec_mod
+
+    path = REPO / "crates" / "schedsim-core" / "src" / "config.rs"
+    if not path.is_file():
+        pytest.skip("crates/ not present")
+    fields = rust_struct_fields(path.read_text(), struct)
+    assert list(getattr(spec_mod, struct).model_fields) == fields

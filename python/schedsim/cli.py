@@ -24,6 +24,7 @@ from .bench import SCENARIOS, run_bench
 from .config import build_config, workload_catalog
 from .errors import ConfigError, CoreUnavailableError
 from .machines import list_machines, load_machine
+from .machines.describe import describe_machine
 from .report import format_value, print_summary
 from .runner import run_config
 from .units import parse_duration
@@ -225,77 +226,7 @@ def machines(
         console.print(table)
         return
 
-    m = load_machine(describe)
-    spec = m.spec
-    console.print(f"[bold]{m.name}[/bold]: {m.preset.machine.description}")
-    console.print(
-        f"arch {m.arch}, vendor {m.vendor}, {m.packages} package(s), {m.nodes} NUMA node(s), "
-        f"{m.ncores} cores x {m.smt} threads = {m.ncpus} CPUs, TSC {_mhz(spec.tsc_khz)} MHz, "
-        f"HWP {'yes' if m.hwp else 'no'}, power model {spec.power.model}"
-    )
-
-    cpus = Table(title="CPUs (Linux numbering)", title_justify="left")
-    for col in ("cpu", "core", "cluster", "llc", "node", "package", "core type", "freq domain"):
-        cpus.add_column(col, justify="right")
-    for c in spec.cpus:
-        cpus.add_row(
-            *map(str, (c.id, c.core, c.cluster, c.llc, c.node, c.package)),
-            spec.core_types[c.core_type].name,
-            str(c.freq_domain),
-        )
-    console.print(cpus)
-
-    types = Table(title="Core types", title_justify="left")
-    for col in ("name", "capacity-dmips-mhz", "smt_share", "kernel cycles"):
-        types.add_column(col)
-    for ct in spec.core_types:
-        types.add_row(
-            ct.name,
-            str(ct.capacity_dmips_mhz),
-            ", ".join(f"{s:g}" for s in ct.smt_share) or "-",
-            ", ".join(f"{k} {v:g}" for k, v in ct.kernel_cycles.items()) or "-",
-        )
-    console.print(types)
-
-    derived = spec.power.model != "em"
-    for i, fd in enumerate(spec.freq_domains):
-        members = ",".join(str(c.id) for c in spec.cpus if c.freq_domain == i)
-        turbo = ", ".join(_mhz(t) for t in fd.turbo_khz)
-        console.print(
-            f"[bold]Frequency domain {i}[/bold]: {fd.granularity}, CPUs {members}, "
-            f"base {_mhz(fd.base_khz)} MHz"
-            + (f", turbo (1C, 2C, ...) {turbo} MHz" if turbo else "")
-            + f", transition latency {fd.transition_latency_ns} ns"
-        )
-        table = Table()
-        for col in ("MHz", "mV", "power mW"):
-            table.add_column(col, justify="right")
-        for o in fd.opps:
-            power = "model" if derived and not o.power_mw else format_value(o.power_mw)
-            table.add_row(_mhz(o.khz), f"{o.uv / 1000:g}" if o.uv else "-", power)
-        console.print(table)
-
-    for tname, states in spec.idle_states.items():
-        table = Table(title=f"Idle states ({tname})", title_justify="left")
-        table.add_column("state", no_wrap=True)
-        for col in ("exit latency us", "target residency us", "power mW", "turbo active"):
-            table.add_column(col, justify="right")
-        for s in states:
-            table.add_row(
-                s.name,
-                str(s.exit_latency_us),
-                str(s.target_residency_us),
-                format_value(s.power_mw),
-                "yes" if s.turbo_active else "no",
-            )
-        console.print(table)
-
-    power = spec.power.model_dump()
-    console.print(
-        "power: " + ", ".join(f"{k} {format_value(v)}" for k, v in power.items()),
-    )
-    console.print(f"\n[bold]Preset file[/bold] {m.path} (every value carries its source):\n")
-    sys.stdout.write(m.text if m.text.endswith("\n") else m.text + "\n")
+    describe_machine(console, load_machine(describe))
 
 
 # ---- workloads ------------------------------------------------------------------------------

@@ -208,9 +208,10 @@ def allowed_drivers(machine: Machine) -> tuple[str, ...]:
     return tuple(drivers)
 
 
-def default_driver(machine: Machine, kernel: tuple[int, int]) -> str:
+def default_driver(machine: Machine, kernel: tuple[int, int]) -> str | None:
     """The driver the kernel picks (kernel.md §5.1: intel_pstate active with HWP from v5.8,
-    passive (intel_cpufreq) without HWP; before v5.8 active everywhere)."""
+    passive (intel_cpufreq) without HWP; before v5.8 active everywhere). None on a POWER
+    partition without one: a shared-processor LPAR runs at the frequency the firmware sets."""
     if machine.arch == "x86":
         if machine.vendor == "intel":
             if kernel < (5, 8) or machine.hwp:
@@ -218,6 +219,8 @@ def default_driver(machine: Machine, kernel: tuple[int, int]) -> str:
             return "intel_cpufreq"
         return "acpi-cpufreq"
     driver = machine.preset.machine.cpufreq_driver
+    if not driver and machine.arch == "power":
+        return None
     if not driver:
         raise ConfigError(
             f"machine '{machine.name}' names no cpufreq_driver; give --driver "
@@ -233,13 +236,16 @@ MODELLED_GOVERNORS = ("performance", "powersave")
 MODELLED_INVARIANCE = ("none",)
 
 
-def kernel_default_governor(driver: str) -> str:
+def kernel_default_governor(driver: str | None) -> str:
     """intel_pstate (active) defaults to its powersave policy; the generic drivers to schedutil
-    (CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL, the Kconfig default on SMP x86 and arm64)."""
+    (CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL, the Kconfig default on SMP x86 and arm64). Without
+    a driver the frequency is fixed, which the core runs as `performance`."""
+    if driver is None:
+        return "performance"
     return "powersave" if driver == "intel_pstate" else "schedutil"
 
 
-def default_governor(driver: str) -> str:
+def default_governor(driver: str | None) -> str:
     """The kernel's default when the core models it, else `performance`."""
     gov = kernel_default_governor(driver)
     if driver == "intel_pstate" or gov not in MODELLED_GOVERNORS:
@@ -297,7 +303,7 @@ def check_invariance(machine: Machine, invariance: str) -> str:
 
 @dataclass(frozen=True)
 class CpufreqChoice:
-    driver: str
+    driver: str | None
     governor: str
     invariance: str
 
@@ -317,6 +323,11 @@ def resolve_cpufreq(
     elif driver not in drivers:
         raise ConfigError(
             f"unknown driver '{driver}' for machine '{machine.name}'; allowed: {', '.join(drivers)}"
+        )
+    if driver is None and governor not in (None, "performance"):
+        raise ConfigError(
+            f"governor '{governor}': machine '{machine.name}' has no cpufreq driver (its "
+            "frequency is fixed); allowed: performance"
         )
     if governor is None:
         governor = default_governor(driver)

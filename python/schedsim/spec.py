@@ -8,7 +8,14 @@ validates here deserialises in the core. The core still runs its own cross-refer
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+)
 
 
 class _Strict(BaseModel):
@@ -44,6 +51,7 @@ class OppSpec(_Strict):
 
 class FreqDomainSpec(_Strict):
     granularity: Literal["thread", "core", "cluster", "package"]
+    coordination: Literal["max-active", "max"] = "max-active"
     opps: list[OppSpec]
     base_khz: PositiveInt
     turbo_khz: list[PositiveInt] = []
@@ -65,6 +73,29 @@ class PowerSpec(_Strict):
     core_leakage_mw: float = 0.0
     c_eff: float = 0.0
     smt_power_factor: float = 0.0
+    power_limit_mw: NonNegativeFloat = 0.0
+    power_limit_tau_ms: NonNegativeFloat = 0.0
+    power_limit2_mw: NonNegativeFloat = 0.0
+
+
+class PackageIdleStateSpec(_Strict):
+    name: str
+    min_core_state: NonNegativeInt
+    power_mw: float
+    exit_latency_us: NonNegativeInt = 0
+
+
+class HwpSpec(_Strict):
+    highest_khz: PositiveInt
+    guaranteed_khz: PositiveInt
+    efficient_khz: PositiveInt
+    lowest_khz: PositiveInt
+    default_epp: Annotated[int, Field(ge=0, le=255)] = 0x80
+    sample_ns: NonNegativeInt = 1_000_000
+    headroom_epp0: float = 0.0
+    headroom_epp255: float = 0.0
+    ramp_up_khz: NonNegativeInt = 0
+    ramp_down_khz: NonNegativeInt = 0
 
 
 class MachineSpec(_Strict):
@@ -78,6 +109,8 @@ class MachineSpec(_Strict):
     idle_states: dict[str, list[IdleStateSpec]] = {}
     power: PowerSpec
     tsc_khz: PositiveInt
+    package_idle_states: list[PackageIdleStateSpec] = []
+    hwp: HwpSpec | None = None
 
 
 # ---- task programs (workload/spec.rs) -------------------------------------------------------

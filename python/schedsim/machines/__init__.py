@@ -19,8 +19,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..spec import MachineSpec
 from .preset import Preset, parse_preset
+from .sources import ValueSource, value_sources
 
-__all__ = ["Machine", "list_machines", "load_machine", "preset_dir"]
+__all__ = ["Machine", "ValueSource", "list_machines", "load_machine", "preset_dir"]
 
 
 def preset_dir() -> Path:
@@ -90,6 +91,10 @@ class Machine:
     def max_khz(self) -> int:
         """The highest frequency any CPU can run (1-core turbo on x86, top OPP on Arm)."""
         return self.freq_range_khz[1]
+
+    def sources(self) -> list[ValueSource]:
+        """Every value line of the preset file with its source comment (key path, value, source)."""
+        return value_sources(self.text)
 
     def header_comment(self) -> str:
         """The comment block at the top of the preset file (format notes and source keys)."""

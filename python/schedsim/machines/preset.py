@@ -4,9 +4,11 @@ The format is described in docs/machines.md and at the top of every preset file.
 `[topology]` says how many packages, NUMA nodes per package and SMT threads there are, lists the
 clusters of each node (`[[topology.clusters]]`: core type, number of cores, which LLC of the node
 they share), how Linux numbers the CPUs and how wide a frequency domain is; `[core_types.NAME]`,
-`[opp_tables.NAME]` and `[[idle_states.NAME]]` describe the parts; `[power]` the power model.
-Expansion lists every CPU with its global core, cluster, LLC, node, package, core-type and
-frequency-domain indices.
+`[opp_tables.NAME]` and `[[idle_states.NAME]]` describe the parts; `[[package_idle_states]]` the
+package (Intel PC-states) or cluster-wide (Arm cluster-off) idle states; `[hwp]` the HWP
+capabilities and the parameters of the autonomous-selection stand-in; `[power]` the power model
+and the package power limits. Expansion lists every CPU with its global core, cluster, LLC, node,
+package, core-type and frequency-domain indices.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
+    NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -28,9 +32,11 @@ from ..spec import (
     CoreTypeSpec,
     CpuSpec,
     FreqDomainSpec,
+    HwpSpec,
     IdleStateSpec,
     MachineSpec,
     OppSpec,
+    PackageIdleStateSpec,
     PowerSpec,
 )
 
@@ -60,8 +66,12 @@ class PresetTopology(_Strict):
     packages: PositiveInt = 1
     nodes_per_package: PositiveInt = 1
     smt: PositiveInt = 1
-    cpu_numbering: Literal["thread-major", "core-major"]
+    cpu_numbering: Literal["thread-major", "core-major", "explicit"]
+    # With cpu_numbering = "explicit": the Linux CPU number of every hardware thread, listed in
+    # core-major order (package, node, cluster entry, core, thread).
+    cpu_ids: list[NonNegativeInt] | None = None
     freq_domain: Literal["thread", "core", "cluster", "package"]
+    freq_coordination: Literal["max-active", "max"] = "max-active"
     clusters: list[PresetCluster]
     numa_distance: list[list[NonNegativeInt]] = []
 
@@ -69,6 +79,18 @@ class PresetTopology(_Strict):
     def _check(self) -> PresetTopology:
         if not self.clusters:
             raise ValueError("at least one [[topology.clusters]] entry is required")
+        if self.cpu_numbering == "explicit":
+            nodes = self.packages * self.nodes_per_package
+            ncpus = nodes * sum(c.cores for c in self.clusters) * self.smt
+            if self.cpu_ids is None:
+                raise ValueError("topology.cpu_numbering = 'explicit' needs topology.cpu_ids")
+            if sorted(self.cpu_ids) != list(range(ncpus)):
+                raise ValueError(
+                    f"topology.cpu_ids must list each of the {ncpus} CPU numbers 0..{ncpus - 1} "
+                    "exactly once"
+                )
+        elif self.cpu_ids is not None:
+            raise ValueError("topology.cpu_ids needs topology.cpu_numbering = 'explicit'")
         nodes = self.packages * self.nodes_per_package
         if nodes > 1:
             if len(self.numa_distance) != nodes or any(len(r) != nodes for r in self.numa_distance):
@@ -188,6 +210,57 @@ class PresetPower(_Strict):
     core_leakage_mw: float = 0.0
     c_eff: float = 0.0
     smt_power_factor: float = 0.0
+    power_limit_mw: NonNegativeFloat = 0.0
+    power_limit_tau_ms: NonNegativeFloat = 0.0
+    power_limit2_mw: NonNegativeFloat = 0.0
+
+    @model_validator(mode="after")
+    def _check(self) -> PresetPower:
+        if self.power_limit_mw > 0 and self.power_limit_tau_ms <= 0:
+            raise ValueError("power.power_limit_mw needs a power.power_limit_tau_ms > 0")
+        if self.power_limit_tau_ms > 0 and self.power_limit_mw <= 0:
+            raise ValueError("power.power_limit_tau_ms given without power.power_limit_mw")
+        if 0 < self.power_limit2_mw < self.power_limit_mw:
+            raise ValueError(
+                f"power.power_limit2_mw {self.power_limit2_mw:g} is below power.power_limit_mw "
+                f"{self.power_limit_mw:g} (PL2 is the short-term, higher limit)"
+            )
+        return self
+
+
+class PresetPackageIdleState(_Strict):
+    name: str
+    # The core idle state every core of the package must be in (or deeper): its name, the same
+    # index in every core type's list, or the index itself.
+    min_core_state: str | NonNegativeInt
+    power_mw: NonNegativeFloat
+    exit_latency_us: NonNegativeInt = 0
+
+
+class PresetHwp(_Strict):
+    highest_khz: PositiveInt
+    guaranteed_khz: PositiveInt
+    efficient_khz: PositiveInt
+    lowest_khz: PositiveInt
+    default_epp: int = Field(default=0x80, ge=0, le=255)
+    sample_ns: PositiveInt = 1_000_000
+    headroom_epp0: float = 0.0
+    headroom_epp255: float = 0.0
+    ramp_up_khz: NonNegativeInt = 0
+    ramp_down_khz: NonNegativeInt = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> PresetHwp:
+        order = (self.lowest_khz, self.efficient_khz, self.guaranteed_khz, self.highest_khz)
+        if list(order) != sorted(order):
+            raise ValueError(
+                "hwp: expected lowest_khz <= efficient_khz <= guaranteed_khz <= highest_khz, got "
+                + ", ".join(str(k) for k in order)
+            )
+        for key in ("headroom_epp0", "headroom_epp255"):
+            if getattr(self, key) <= -1.0:
+                raise ValueError(f"hwp.{key} must be > -1 (target = busy x highest x (1 + it))")
+        return self
 
 
 class Preset(_Strict):
@@ -196,6 +269,8 @@ class Preset(_Strict):
     core_types: dict[str, PresetCoreType]
     opp_tables: dict[str, PresetOppTable]
     idle_states: dict[str, list[PresetIdleState]]
+    package_idle_states: list[PresetPackageIdleState] = []
+    hwp: PresetHwp | None = None
     power: PresetPower
 
     @model_validator(mode="after")
@@ -246,7 +321,89 @@ class Preset(_Strict):
             types = {c.core_type for c in topo.clusters}
             if len(types) > 1:
                 raise ValueError("power model 'em' needs one core type per frequency domain")
+        self._check_package_idle_states()
+        self._check_hwp()
         return self
+
+    def _used_idle_lists(self) -> dict[str, list[PresetIdleState]]:
+        """The idle-state lists of the core types that some cluster uses, by list name."""
+        used = {self.core_types[c.core_type].idle_states for c in self.topology.clusters}
+        return {name: self.idle_states[name] for name in sorted(used)}
+
+    def package_state_index(self, i: int) -> int:
+        """`package_idle_states[i].min_core_state` as an index into the core idle-state lists."""
+        ps = self.package_idle_states[i]
+        key = f"package_idle_states[{i}].min_core_state"
+        lists = self._used_idle_lists()
+        if isinstance(ps.min_core_state, int):
+            index = ps.min_core_state
+        else:
+            found = {
+                name: [s.name for s in states].index(ps.min_core_state)
+                for name, states in lists.items()
+                if ps.min_core_state in [s.name for s in states]
+            }
+            missing = [name for name in lists if name not in found]
+            if missing:
+                raise ValueError(
+                    f"{key} '{ps.min_core_state}' is not a state of idle_states."
+                    f"{missing[0]}; its states: " + ", ".join(s.name for s in lists[missing[0]])
+                )
+            if len(set(found.values())) > 1:
+                raise ValueError(
+                    f"{key} '{ps.min_core_state}' sits at different positions in the idle-state "
+                    f"lists ({', '.join(f'{k}: {v}' for k, v in found.items())}); the core "
+                    "needs one index for every core type"
+                )
+            index = next(iter(found.values()))
+        for name, states in lists.items():
+            if index >= len(states):
+                raise ValueError(
+                    f"{key} {index} is out of range for idle_states.{name} ({len(states)} states)"
+                )
+        return index
+
+    def _check_package_idle_states(self) -> None:
+        previous = -1
+        for i, ps in enumerate(self.package_idle_states):
+            index = self.package_state_index(i)
+            if index <= previous:
+                raise ValueError(
+                    f"package_idle_states[{i}] ('{ps.name}'): list package states shallowest "
+                    "first, each needing a deeper core state than the one before"
+                )
+            if index == 0:
+                raise ValueError(
+                    f"package_idle_states[{i}].min_core_state: state 0 is the polling/WFI state; "
+                    "a package state needs a core idle state deeper than it"
+                )
+            previous = index
+
+    def _check_hwp(self) -> None:
+        if self.machine.hwp and self.hwp is None:
+            raise ValueError("machine.hwp = true needs an [hwp] table (HWP_CAPABILITIES)")
+        if self.hwp is None:
+            return
+        if self.machine.arch != "x86":
+            raise ValueError(f"[hwp] is Intel's; machine.arch is '{self.machine.arch}'")
+        for name, ct in self.core_types.items():
+            table = self.opp_tables[ct.opp_table]
+            khz = [o.khz for o in table.expand("parametric", None)]
+            if self.hwp.highest_khz != khz[-1]:
+                raise ValueError(
+                    f"hwp.highest_khz {self.hwp.highest_khz} differs from the highest OPP "
+                    f"{khz[-1]} of opp_tables.{ct.opp_table} (core type {name})"
+                )
+            if self.hwp.guaranteed_khz != table.base_khz:
+                raise ValueError(
+                    f"hwp.guaranteed_khz {self.hwp.guaranteed_khz} differs from "
+                    f"opp_tables.{ct.opp_table}.base_khz {table.base_khz}"
+                )
+            if self.hwp.lowest_khz < khz[0]:
+                raise ValueError(
+                    f"hwp.lowest_khz {self.hwp.lowest_khz} is below the lowest OPP {khz[0]} of "
+                    f"opp_tables.{ct.opp_table}"
+                )
 
     # ---- expansion ---------------------------------------------------------------------------
 
@@ -283,6 +440,9 @@ class Preset(_Strict):
             for thread in range(topo.smt):
                 if topo.cpu_numbering == "thread-major":
                     cpu = thread * total_cores + core["core"]
+                elif topo.cpu_numbering == "explicit":
+                    assert topo.cpu_ids is not None
+                    cpu = topo.cpu_ids[core["core"] * topo.smt + thread]
                 else:
                     cpu = core["core"] * topo.smt + thread
                 cpus[cpu] = {**core, "thread": thread}
@@ -321,6 +481,7 @@ class Preset(_Strict):
             freq_domains.append(
                 FreqDomainSpec(
                     granularity=topo.freq_domain,
+                    coordination=topo.freq_coordination,
                     opps=table.expand(self.power.model, ct.dynamic_power_coefficient),
                     base_khz=table.base_khz,
                     turbo_khz=table.turbo_khz,
@@ -343,6 +504,18 @@ class Preset(_Strict):
         }
         nodes = topo.packages * topo.nodes_per_package
         power = self.power.model_dump(exclude={"tdp_w"})
+        package_states = [
+            PackageIdleStateSpec(
+                name=ps.name,
+                min_core_state=self.package_state_index(i),
+                power_mw=ps.power_mw,
+                exit_latency_us=ps.exit_latency_us,
+            )
+            for i, ps in enumerate(self.package_idle_states)
+        ]
+        # `machine.hwp = false` with an [hwp] table: the part has HWP but it is off (firmware
+        # setting, or an override); the core then sees no HWP.
+        hwp = HwpSpec(**self.hwp.model_dump()) if self.hwp and self.machine.hwp else None
         return MachineSpec(
             name=self.machine.name,
             description=self.machine.description,
@@ -354,6 +527,8 @@ class Preset(_Strict):
             idle_states=idle,
             power=PowerSpec(**power),
             tsc_khz=self.machine.tsc_khz,
+            package_idle_states=package_states,
+            hwp=hwp,
         )
 
 

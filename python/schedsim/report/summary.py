@@ -69,7 +69,7 @@ def print_summary(console: Console, result: RunResult, config: dict[str, Any] | 
     console.print(
         f"[bold]schedsim {data.get('schedsim_version', '')}[/bold]  machine [bold]{machine}[/bold]"
         f"  kernel {kernel.get('version', data.get('kernel', '-'))} (HZ={kernel.get('hz', '-')})"
-        f"  cpufreq {cpufreq.get('driver', '-')}/{cpufreq.get('governor', '-')}"
+        f"  cpufreq {cpufreq.get('driver') or 'none'}/{cpufreq.get('governor', '-')}"
         f"  invariance {cpufreq.get('invariance', '-')}  seed {data.get('seed', '-')}"
     )
     params = workload.get("params") or {}

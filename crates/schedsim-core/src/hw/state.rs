@@ -260,19 +260,14 @@ impl Sim {
         self.update_core_power(core);
     }
 
-    /// Power of the core's shallowest idle state among its threads (0 if none idles).
+    /// Power of the core while all its threads idle: that of its shallowest thread's state
+    /// (a core is no deeper than its shallowest thread).
     fn core_idle_mw(&self, core: usize) -> f64 {
-        let mut idle_mw = f64::INFINITY;
-        for &c in &self.topo.core_cpus[core] {
-            if let Some(s) = self.rqs[c].idle_state {
-                idle_mw = idle_mw.min(self.idle_states[self.topo.cpus[c].core_type][s].power_mw);
-            }
-        }
-        if idle_mw.is_finite() {
-            idle_mw
-        } else {
-            0.0
-        }
+        self.topo.core_cpus[core]
+            .iter()
+            .filter_map(|&c| self.rqs[c].idle_state.map(|s| (s, self.topo.cpus[c].core_type)))
+            .min_by_key(|&(s, _)| s)
+            .map_or(0.0, |(s, ct)| self.idle_states[ct][s].power_mw)
     }
 
     fn update_core_power(&mut self, core: usize) {
