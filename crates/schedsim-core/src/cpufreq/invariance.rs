@@ -58,6 +58,9 @@ pub const X86_FIE_RESET_FROM: KernelVersion = (6, 3);
 /// First version with AMD frequency invariance (41ea667227ba + 976df7e5730e, the midpoint).
 pub const AMD_FIE_FROM: KernelVersion = (5, 11);
 
+/// A version after every change modelled here.
+const LATEST: KernelVersion = (u32::MAX, 0);
+
 /// Allowed forms of the invariance setting, for error messages.
 pub const INVARIANCE_FORMS: &str = "none, turbo:N (N >= 1 active cores), base, max, amd-midpoint, cpufreq";
 
@@ -217,7 +220,7 @@ pub fn x86_max_freq_ratio(
     amd: AmdPerf,
 ) -> Option<u64> {
     x86_max_freq_ratio_at(
-        X86_FIE_CHECKS_FROM,
+        LATEST,
         reference,
         base_khz,
         turbo_khz_by_active_cores,
@@ -358,9 +361,8 @@ impl ArchFreqScale {
             return self.scale;
         }
         // v5.9+: check_shl_overflow / check_mul_overflow / zero checks.
-        let a = acnt
-            .checked_mul(1 << (2 * SCHED_CAPACITY_SHIFT))
-            .filter(|_| acnt.leading_zeros() >= 2 * SCHED_CAPACITY_SHIFT);
+        let a = (acnt.leading_zeros() >= 2 * SCHED_CAPACITY_SHIFT)
+            .then(|| acnt << (2 * SCHED_CAPACITY_SHIFT));
         let m = mcnt.checked_mul(self.ratio).filter(|&m| m != 0);
         let q = match (a, m) {
             (Some(a), Some(m)) => a / m,
@@ -522,14 +524,14 @@ mod tests {
     #[test]
     fn tick_formula_and_clamp() {
         let mut s = ArchFreqScale::new(Some(1082));
-        // Running at base for the whole tick: dA = dM -> (dM << 20) / (dM × 1082) = 969.1 -> 969.
+        // Running at base for the whole tick: dA = dM -> 2^20 / 1082 = 969.1 -> 969.
         assert_eq!(s.tick(3_500_000, 3_500_000, (6, 1)), 969);
-        // At 3.7 GHz (the 4C reference): dA = 3.7e6, dM = 3.5e6:
-        // 3_700_000 << 20 = 3_879_731_200_000; / (3_500_000 × 1082 = 3_787_000_000_000) = 1.0245 -> 1024.
+        // At 3.7 GHz (the 4C reference): (3_700_000 << 20) / (3_500_000 × 1082)
+        // = 3_879_731_200_000 / 3_787_000_000 = 1024.49 -> 1024.
         assert_eq!(s.tick(3_700_000, 3_500_000, (6, 1)), 1024);
-        // At 4.0 GHz (1C turbo): 1108.2 -> clamped to 1024.
+        // At 4.0 GHz (1C turbo): 1107.6 -> clamped to 1024.
         assert_eq!(s.tick(4_000_000, 3_500_000, (6, 1)), 1024);
-        // At 1.75 GHz: 1_750_000 << 20 / 3_787_000_000_000 = 484.5 -> 484.
+        // At 1.75 GHz: 1_835_008_000_000 / 3_787_000_000 = 484.5 -> 484.
         assert_eq!(s.tick(1_750_000, 3_500_000, (6, 1)), 484);
         assert_eq!(s.last, TickOutcome::Updated);
     }
