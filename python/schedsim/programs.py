@@ -70,6 +70,69 @@ def mark(name: str) -> Op:
     return {"op": "mark", "name": name}
 
 
+def run_dist(dist: dict[str, Any], stall_ns: float = 0.0) -> Op:
+    """Work drawn from a distribution at each execution: `const(v)`, `uniform(lo, hi)`,
+    `exponential(mean)`, `log_normal(mu, sigma, scale)` (cycles)."""
+    return {"op": "run_dist", "dist": dist, "stall_ns": stall_ns}
+
+
+def const(value: float) -> dict[str, Any]:
+    return {"kind": "const", "value": value}
+
+
+def uniform(lo: float, hi: float) -> dict[str, Any]:
+    return {"kind": "uniform", "lo": lo, "hi": hi}
+
+
+def exponential(mean: float) -> dict[str, Any]:
+    return {"kind": "exponential", "mean": mean}
+
+
+def log_normal(mu: float, sigma: float, scale: float = 1.0) -> dict[str, Any]:
+    """exp(N(mu, sigma)) × scale cycles."""
+    return {"kind": "log_normal", "mu": mu, "sigma": sigma, "scale": scale}
+
+
+def lock(mutex: str) -> Op:
+    """Take a mutex (FIFO hand-off); blocks while another task holds it."""
+    return {"op": "lock", "mutex": mutex}
+
+
+def unlock(mutex: str) -> Op:
+    return {"op": "unlock", "mutex": mutex}
+
+
+def barrier(name: str) -> Op:
+    """Meet every task instance whose program names this barrier."""
+    return {"op": "barrier", "name": name}
+
+
+def cond_wait(cond: str, mutex: str) -> Op:
+    """Release `mutex`, wait for a signal on `cond`, take `mutex` again."""
+    return {"op": "cond_wait", "cond": cond, "mutex": mutex}
+
+
+def signal(cond: str) -> Op:
+    return {"op": "signal", "cond": cond}
+
+
+def broadcast(cond: str) -> Op:
+    return {"op": "broadcast", "cond": cond}
+
+
+def suspend() -> Op:
+    return {"op": "suspend"}
+
+
+def resume(task_name: str) -> Op:
+    return {"op": "resume", "task": task_name}
+
+
+def yield_() -> Op:
+    """sched_yield()."""
+    return {"op": "yield"}
+
+
 def loop(*body: Op, count: int = -1) -> Op:
     """Repeat `body` `count` times (`count < 0`: forever)."""
     return {"op": "loop", "count": int(count), "body": list(body)}
@@ -81,6 +144,7 @@ def task(
     instances: int = 1,
     nice: int = 0,
     policy: str = "SCHED_OTHER",
+    priority: int = 0,
     cpus: list[int] | None = None,
     start: bool = True,
     delay_ns: int = 0,
@@ -95,6 +159,7 @@ def task(
         "instances": instances,
         "nice": nice,
         "policy": policy,
+        "priority": priority,
         "cpus": list(cpus or []),
         "start": start,
         "delay_ns": delay_ns,

@@ -181,6 +181,84 @@ class LoopOp(_Strict):
     body: list["OpSpec"]
 
 
+class ConstDist(_Strict):
+    kind: Literal["const"] = "const"
+    value: NonNegativeFloat
+
+
+class UniformDist(_Strict):
+    kind: Literal["uniform"] = "uniform"
+    lo: NonNegativeFloat
+    hi: NonNegativeFloat
+
+
+class ExponentialDist(_Strict):
+    kind: Literal["exponential"] = "exponential"
+    mean: NonNegativeFloat
+
+
+class LogNormalDist(_Strict):
+    kind: Literal["log_normal"] = "log_normal"
+    mu: float
+    sigma: NonNegativeFloat
+    scale: NonNegativeFloat
+
+
+Dist = Annotated[
+    ConstDist | UniformDist | ExponentialDist | LogNormalDist, Field(discriminator="kind")
+]
+
+
+class RunDistOp(_Strict):
+    op: Literal["run_dist"] = "run_dist"
+    dist: Dist
+    stall_ns: NonNegativeFloat = 0.0
+
+
+class LockOp(_Strict):
+    op: Literal["lock"] = "lock"
+    mutex: str
+
+
+class UnlockOp(_Strict):
+    op: Literal["unlock"] = "unlock"
+    mutex: str
+
+
+class BarrierOp(_Strict):
+    op: Literal["barrier"] = "barrier"
+    name: str
+
+
+class CondWaitOp(_Strict):
+    op: Literal["cond_wait"] = "cond_wait"
+    cond: str
+    mutex: str
+
+
+class SignalOp(_Strict):
+    op: Literal["signal"] = "signal"
+    cond: str
+
+
+class BroadcastOp(_Strict):
+    op: Literal["broadcast"] = "broadcast"
+    cond: str
+
+
+class SuspendOp(_Strict):
+    op: Literal["suspend"] = "suspend"
+
+
+class ResumeOp(_Strict):
+    op: Literal["resume"] = "resume"
+    task: str
+
+
+class YieldOp(_Strict):
+    op: Literal["yield"] = "yield"
+
+
 OpSpec = Annotated[
     RunOp
     | RunForOp
@@ -194,7 +272,17 @@ OpSpec = Annotated[
     | WaitOp
     | ExitOp
     | LoopOp
-    | MarkOp,
+    | MarkOp
+    | RunDistOp
+    | LockOp
+    | UnlockOp
+    | BarrierOp
+    | CondWaitOp
+    | SignalOp
+    | BroadcastOp
+    | SuspendOp
+    | ResumeOp
+    | YieldOp,
     Field(discriminator="op"),
 ]
 LoopOp.model_rebuild()
@@ -205,6 +293,7 @@ class TaskSpec(_Strict):
     instances: PositiveInt = 1
     nice: int = 0
     policy: str = "SCHED_OTHER"
+    priority: int = 0
     cpus: list[NonNegativeInt] = []
     start: bool = True
     delay_ns: NonNegativeInt = 0
