@@ -166,7 +166,7 @@ impl Sim {
         let topo = Topology::new(&cfg.machine);
         let n = topo.nr_cpus();
         let tun = Tunables::new(&prof, n, &cfg.tunables)?;
-        let workload = Workload::from_spec(&cfg.workload, &cfg.machine, &topo)?;
+        let workload = Workload::from_spec(&cfg.workload, &cfg.machine, &topo, cfg.seed)?;
         let compiled = workload.compile()?;
         if cfg.duration_ns.is_none() && workload.open_ended(&compiled) {
             return Err(format!(

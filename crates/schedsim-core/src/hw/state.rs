@@ -265,7 +265,11 @@ impl Sim {
     fn core_idle_mw(&self, core: usize) -> f64 {
         self.topo.core_cpus[core]
             .iter()
-            .filter_map(|&c| self.rqs[c].idle_state.map(|s| (s, self.topo.cpus[c].core_type)))
+            .filter_map(|&c| {
+                self.rqs[c]
+                    .idle_state
+                    .map(|s| (s, self.topo.cpus[c].core_type))
+            })
             .min_by_key(|&(s, _)| s)
             .map_or(0.0, |(s, ct)| self.idle_states[ct][s].power_mw)
     }

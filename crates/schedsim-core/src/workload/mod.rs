@@ -1,5 +1,6 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
+pub mod constants;
 pub mod periodic;
 pub mod program;
 pub mod spec;
@@ -35,9 +36,40 @@ pub struct WorkloadInfo {
     pub open_ended: bool,
 }
 
-/// Every generator the core knows.
+/// A benchmark model: builds task programs and turns what happened into the benchmark's
+/// metrics.
+pub trait Model: std::fmt::Debug {
+    /// The task programs.
+    fn build(&self) -> Result<CustomWorkload, String>;
+    /// The metrics the real tool reports, from marks, task statistics and the clock.
+    fn metrics(&self, sim: &Sim) -> Metrics;
+}
+
+/// What a generator needs to build a model.
+pub struct GenCtx<'a> {
+    pub params: &'a BTreeMap<String, serde_json::Value>,
+    pub machine: &'a MachineSpec,
+    pub topo: &'a Topology,
+    /// The run seed, for generators that draw their structure (job lengths, sizes).
+    pub seed: u64,
+}
+
+/// A registered generator.
+pub struct Generator {
+    pub info: fn() -> WorkloadInfo,
+    pub make: fn(&GenCtx) -> Result<Box<dyn Model>, String>,
+}
+
+/// Every generator the core knows, in listing order.
+pub fn generators() -> Vec<Generator> {
+    vec![periodic::generator()]
+}
+
+/// Every generator's description, plus `custom`.
 pub fn registry() -> Vec<WorkloadInfo> {
-    vec![periodic::info(), custom_info()]
+    let mut v: Vec<WorkloadInfo> = generators().iter().map(|g| (g.info)()).collect();
+    v.push(custom_info());
+    v
 }
 
 fn custom_info() -> WorkloadInfo {
@@ -53,10 +85,10 @@ fn custom_info() -> WorkloadInfo {
     }
 }
 
-/// A workload instance.
-#[derive(Clone, Debug)]
+/// A workload instance: a generated model or explicit programs.
+#[derive(Debug)]
 pub enum Workload {
-    Periodic(periodic::Periodic),
+    Model(Box<dyn Model>),
     Custom(CustomWorkload),
 }
 
@@ -154,37 +186,43 @@ impl Workload {
         spec: &WorkloadSpec,
         machine: &MachineSpec,
         topo: &Topology,
+        seed: u64,
     ) -> Result<Self, String> {
-        match spec.name.as_str() {
-            "periodic" => Ok(Workload::Periodic(periodic::Periodic::new(
-                &spec.params,
-                machine,
-                topo,
-            )?)),
-            "custom" => {
-                if !spec.params.is_empty() {
-                    return Err(
-                        "workload 'custom' takes no parameters (its tasks are in `custom`)".into(),
-                    );
-                }
-                spec.custom.clone().map(Workload::Custom).ok_or_else(|| {
-                    "workload 'custom' needs the `custom` field with tasks and channels".into()
-                })
+        if spec.name == "custom" {
+            if !spec.params.is_empty() {
+                return Err(
+                    "workload 'custom' takes no parameters (its tasks are in `custom`)".into(),
+                );
             }
-            other => Err(format!(
-                "unknown workload '{other}'; available: {}",
-                registry()
-                    .iter()
-                    .map(|w| w.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            return spec.custom.clone().map(Workload::Custom).ok_or_else(|| {
+                "workload 'custom' needs the `custom` field with tasks and channels".into()
+            });
         }
+        let ctx = GenCtx {
+            params: &spec.params,
+            machine,
+            topo,
+            seed,
+        };
+        for g in generators() {
+            if (g.info)().name == spec.name {
+                return (g.make)(&ctx).map(Workload::Model);
+            }
+        }
+        Err(format!(
+            "unknown workload '{}'; available: {}",
+            spec.name,
+            registry()
+                .iter()
+                .map(|w| w.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     }
 
     pub fn compile(&self) -> Result<Compiled, String> {
         match self {
-            Workload::Periodic(p) => program::compile(&p.build()),
+            Workload::Model(m) => program::compile(&m.build()?),
             Workload::Custom(c) => program::compile(c),
         }
     }
@@ -200,7 +238,7 @@ impl Workload {
 
     pub fn metrics(&self, sim: &Sim) -> Metrics {
         match self {
-            Workload::Periodic(p) => p.metrics(sim),
+            Workload::Model(m) => m.metrics(sim),
             Workload::Custom(_) => custom_metrics(sim),
         }
     }

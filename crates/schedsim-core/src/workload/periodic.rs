@@ -8,10 +8,17 @@
 use std::collections::BTreeMap;
 
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
-use super::{Metrics, ParamInfo, Params, WorkloadInfo};
+use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::config::MachineSpec;
 use crate::engine::Sim;
 use crate::hw::topology::Topology;
+
+pub fn generator() -> Generator {
+    Generator {
+        info,
+        make: |ctx| Ok(Box::new(Periodic::new(ctx.params, ctx.machine, ctx.topo)?)),
+    }
+}
 
 pub fn info() -> WorkloadInfo {
     WorkloadInfo {
@@ -62,7 +69,7 @@ impl Periodic {
         })
     }
 
-    pub fn build(&self) -> CustomWorkload {
+    fn workload(&self) -> CustomWorkload {
         let body = vec![
             OpSpec::Mark { name: "act".into() },
             OpSpec::Run {
@@ -92,8 +99,14 @@ impl Periodic {
             channels: vec![],
         }
     }
+}
 
-    pub fn metrics(&self, sim: &Sim) -> Metrics {
+impl Model for Periodic {
+    fn build(&self) -> Result<CustomWorkload, String> {
+        Ok(self.workload())
+    }
+
+    fn metrics(&self, sim: &Sim) -> Metrics {
         let act = sim.compiled.marks.iter().position(|m| m == "act");
         let done = sim.compiled.marks.iter().position(|m| m == "done");
         let mut last_act: BTreeMap<usize, u64> = BTreeMap::new();
