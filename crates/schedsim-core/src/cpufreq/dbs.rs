@@ -83,7 +83,12 @@ pub fn default_sampling_rate_us(transition_delay_us: u64, tick_ns: u64) -> u32 {
 impl DbsTunables {
     /// ondemand defaults (`od_init`): `up_threshold` 95 with idle micro accounting, else 80;
     /// `io_is_busy` = `should_io_be_busy()` (Intel family 6 model ≥ 15: true) — the caller's.
-    pub fn ondemand(transition_delay_us: u64, tick_ns: u64, micro_accounting: bool, io_is_busy: bool) -> Self {
+    pub fn ondemand(
+        transition_delay_us: u64,
+        tick_ns: u64,
+        micro_accounting: bool,
+        io_is_busy: bool,
+    ) -> Self {
         DbsTunables {
             sampling_rate_us: default_sampling_rate_us(transition_delay_us, tick_ns),
             up_threshold: if micro_accounting {
@@ -121,7 +126,10 @@ impl DbsTunables {
     pub fn check_ondemand(&self, tick_ns: u64) -> Result<(), String> {
         self.check_rate(tick_ns)?;
         if !(MIN_FREQUENCY_UP_THRESHOLD..=MAX_FREQUENCY_UP_THRESHOLD).contains(&self.up_threshold) {
-            return Err(format!("ondemand up_threshold = {}: allowed 1..=100", self.up_threshold));
+            return Err(format!(
+                "ondemand up_threshold = {}: allowed 1..=100",
+                self.up_threshold
+            ));
         }
         if !(1..=OD_MAX_SAMPLING_DOWN_FACTOR).contains(&self.sampling_down_factor) {
             return Err(format!(
@@ -130,7 +138,10 @@ impl DbsTunables {
             ));
         }
         if self.powersave_bias > MAX_POWERSAVE_BIAS {
-            return Err(format!("ondemand powersave_bias = {}: allowed 0..=1000", self.powersave_bias));
+            return Err(format!(
+                "ondemand powersave_bias = {}: allowed 0..=1000",
+                self.powersave_bias
+            ));
         }
         Ok(())
     }
@@ -139,7 +150,10 @@ impl DbsTunables {
     /// [1, 10], `freq_step` ≤ 100, `sampling_rate` ≥ 2 ticks.
     pub fn check_conservative(&self, tick_ns: u64) -> Result<(), String> {
         self.check_rate(tick_ns)?;
-        if !(self.down_threshold >= 1 && self.down_threshold < self.up_threshold && self.up_threshold <= 100) {
+        if !(self.down_threshold >= 1
+            && self.down_threshold < self.up_threshold
+            && self.up_threshold <= 100)
+        {
             return Err(format!(
                 "conservative up_threshold = {}, down_threshold = {}: need 1 <= down < up <= 100",
                 self.up_threshold, self.down_threshold
@@ -152,7 +166,10 @@ impl DbsTunables {
             ));
         }
         if self.freq_step > 100 {
-            return Err(format!("conservative freq_step = {}: allowed 0..=100", self.freq_step));
+            return Err(format!(
+                "conservative freq_step = {}: allowed 0..=100",
+                self.freq_step
+            ));
         }
         Ok(())
     }
@@ -230,7 +247,12 @@ pub struct DbsLoad {
 
 /// `dbs_update()`: the policy load since the previous sample. `sampling_rate` is
 /// `tunables.sampling_rate × rate_mult`.
-pub fn dbs_update(cpus: &mut [DbsCpu], samples: &[CpuIdleSample], tun: &DbsTunables, rate_mult: u32) -> DbsLoad {
+pub fn dbs_update(
+    cpus: &mut [DbsCpu],
+    samples: &[CpuIdleSample],
+    tun: &DbsTunables,
+    rate_mult: u32,
+) -> DbsLoad {
     assert_eq!(cpus.len(), samples.len(), "one sample per policy CPU");
     let sampling_rate = tun.sampling_rate_us.wrapping_mul(rate_mult);
     let long_idle = sampling_rate.wrapping_mul(2);
@@ -423,7 +445,12 @@ impl Ondemand {
     }
 
     /// `od_update()`: compute the load and the new frequency.
-    pub fn od_update(&mut self, policy: &PolicyView, samples: &[CpuIdleSample], tun: &DbsTunables) -> (u32, Option<u64>) {
+    pub fn od_update(
+        &mut self,
+        policy: &PolicyView,
+        samples: &[CpuIdleSample],
+        tun: &DbsTunables,
+    ) -> (u32, Option<u64>) {
         let load = self.dbs.update(samples, tun);
         self.freq_lo = 0;
         if load > tun.up_threshold {
@@ -452,8 +479,20 @@ impl Ondemand {
         }
     }
 
-    fn bias(&mut self, policy: &PolicyView, freq_next: u64, rel: Relation, tun: &DbsTunables) -> u64 {
-        let b = powersave_bias_target(policy, freq_next, rel, tun.powersave_bias, tun.sampling_rate_us);
+    fn bias(
+        &mut self,
+        policy: &PolicyView,
+        freq_next: u64,
+        rel: Relation,
+        tun: &DbsTunables,
+    ) -> u64 {
+        let b = powersave_bias_target(
+            policy,
+            freq_next,
+            rel,
+            tun.powersave_bias,
+            tun.sampling_rate_us,
+        );
         self.freq_lo = b.freq_lo;
         self.freq_lo_delay_us = b.freq_lo_delay_us;
         if b.freq_lo != 0 {
@@ -463,7 +502,12 @@ impl Ondemand {
     }
 
     /// `od_dbs_update()`: one run of the sampling work (call when [`DbsPolicy::sample_due`]).
-    pub fn dbs_update(&mut self, policy: &PolicyView, samples: &[CpuIdleSample], tun: &DbsTunables) -> DbsDecision {
+    pub fn od_dbs_update(
+        &mut self,
+        policy: &PolicyView,
+        samples: &[CpuIdleSample],
+        tun: &DbsTunables,
+    ) -> DbsDecision {
         let sample_type = self.sample_type;
         self.sample_type = OdSampleType::Normal;
         let d = if sample_type == OdSampleType::Sub && self.dbs.sample_delay_ns > 0 {
@@ -522,7 +566,12 @@ impl Conservative {
     }
 
     /// `cs_dbs_update()`: one run of the sampling work (call when [`DbsPolicy::sample_due`]).
-    pub fn dbs_update(&mut self, policy: &PolicyView, samples: &[CpuIdleSample], tun: &DbsTunables) -> DbsDecision {
+    pub fn cs_dbs_update(
+        &mut self,
+        policy: &PolicyView,
+        samples: &[CpuIdleSample],
+        tun: &DbsTunables,
+    ) -> DbsDecision {
         let load = self.dbs.update(samples, tun);
         let target_khz = self.decide(policy, load, tun);
         let next_delay_us = u64::from(tun.sampling_rate_us);
@@ -631,9 +680,20 @@ mod tests {
         assert_eq!(od.up_threshold, 95);
         assert_eq!(od.sampling_down_factor, 1);
         assert!(od.io_is_busy);
-        assert_eq!(DbsTunables::ondemand(10_000, TICK, false, false).up_threshold, 80);
+        assert_eq!(
+            DbsTunables::ondemand(10_000, TICK, false, false).up_threshold,
+            80
+        );
         let cs = DbsTunables::conservative(10_000, TICK);
-        assert_eq!((cs.sampling_rate_us, cs.up_threshold, cs.down_threshold, cs.freq_step), (10_000, 80, 20, 5));
+        assert_eq!(
+            (
+                cs.sampling_rate_us,
+                cs.up_threshold,
+                cs.down_threshold,
+                cs.freq_step
+            ),
+            (10_000, 80, 20, 5)
+        );
         assert!(od.check_ondemand(TICK).is_ok() && cs.check_conservative(TICK).is_ok());
         let mut bad = cs;
         bad.down_threshold = 80;
@@ -652,7 +712,10 @@ mod tests {
         // Called again at the same time: the previous load.
         assert_eq!(dbs_update(&mut cpus, &[s(10, 1, 0)], &t, 1).max_load, 90);
         // Max over CPUs.
-        let mut two = [DbsCpu::start(&s(0, 0, 0), &t), DbsCpu::start(&s(0, 0, 0), &t)];
+        let mut two = [
+            DbsCpu::start(&s(0, 0, 0), &t),
+            DbsCpu::start(&s(0, 0, 0), &t),
+        ];
         let r = dbs_update(&mut two, &[s(10, 7, 0), s(10, 4, 0)], &t, 1);
         assert_eq!((r.max_load, r.idle_periods), (60, u32::MAX));
     }
@@ -734,13 +797,20 @@ mod tests {
         t.sampling_down_factor = 4;
         let mut od = Ondemand::start(&[s(0, 0, 0)], &t);
         // 90 % > 80: max, rate_mult = 4 -> next sample in 40 ms.
-        let d = od.dbs_update(&view(&tb, 2_000_000), &[s(10, 1, 0)], &t);
-        assert_eq!(d, DbsDecision { target_khz: Some(3_900_000), next_delay_us: 40_000, load: Some(90) });
+        let d = od.od_dbs_update(&view(&tb, 2_000_000), &[s(10, 1, 0)], &t);
+        assert_eq!(
+            d,
+            DbsDecision {
+                target_khz: Some(3_900_000),
+                next_delay_us: 40_000,
+                load: Some(90)
+            }
+        );
         // Already at max and still busy: no driver call, rate_mult kept.
-        let d = od.dbs_update(&view(&tb, 3_900_000), &[s(50, 2, 0)], &t);
+        let d = od.od_dbs_update(&view(&tb, 3_900_000), &[s(50, 2, 0)], &t);
         assert_eq!((d.target_khz, d.next_delay_us), (None, 40_000));
         // Load drops to 50 %: proportional, rate_mult back to 1.
-        let d = od.dbs_update(&view(&tb, 3_900_000), &[s(90, 22, 0)], &t);
+        let d = od.od_dbs_update(&view(&tb, 3_900_000), &[s(90, 22, 0)], &t);
         assert_eq!(d.load, Some(50));
         assert_eq!(d.next_delay_us, 10_000);
     }
@@ -751,15 +821,15 @@ mod tests {
         let t = tun();
         let mut od = Ondemand::start(&[s(0, 0, 0)], &t);
         // 50 %: 800 + 50 × 3100 / 100 = 2350 MHz, halfway between 2.3 and 2.4: the tie goes low.
-        let d = od.dbs_update(&view(&tb, 800_000), &[s(10, 5, 0)], &t);
+        let d = od.od_dbs_update(&view(&tb, 800_000), &[s(10, 5, 0)], &t);
         assert_eq!(d.target_khz, Some(2_300_000));
         // 50 ms with 17 ms idle = 66 %: 800 + 2046 = 2846 MHz -> closest 2.8 GHz.
-        let d = od.dbs_update(&view(&tb, 2_300_000), &[s(60, 22, 0)], &t);
+        let d = od.od_dbs_update(&view(&tb, 2_300_000), &[s(60, 22, 0)], &t);
         assert_eq!((d.load, d.target_khz), (Some(66), Some(2_800_000)));
         // With up_threshold 95 a 90 % load is proportional: 800 + 2790 = 3590 -> 3.6 GHz.
         let t95 = DbsTunables::ondemand(10_000, TICK, true, true);
         let mut od = Ondemand::start(&[s(0, 0, 0)], &t95);
-        let d = od.dbs_update(&view(&tb, 800_000), &[s(10, 1, 0)], &t95);
+        let d = od.od_dbs_update(&view(&tb, 800_000), &[s(10, 1, 0)], &t95);
         assert_eq!(d.target_khz, Some(3_600_000));
     }
 
@@ -772,21 +842,39 @@ mod tests {
         // 2350 MHz -> RELATION_L 2.4 GHz -> minus 10 % = 2160 MHz, between 2.1 and 2.2 GHz:
         // t_hi = (60_000 × 10_000 + 50_000) / 100_000 = 6000 µs, t_lo = 4000 µs.
         let b = powersave_bias_target(&p, 2_350_000, Relation::L, 100, 10_000);
-        assert_eq!(b, PowersaveBias { freq: 2_200_000, freq_lo: 2_100_000, freq_hi_delay_us: 6_000, freq_lo_delay_us: 4_000 });
+        assert_eq!(
+            b,
+            PowersaveBias {
+                freq: 2_200_000,
+                freq_lo: 2_100_000,
+                freq_hi_delay_us: 6_000,
+                freq_lo_delay_us: 4_000
+            }
+        );
         let mut od = Ondemand::start(&[s(0, 0, 0)], &t);
-        let d = od.dbs_update(&p, &[s(10, 5, 0)], &t);
+        let d = od.od_dbs_update(&p, &[s(10, 5, 0)], &t);
         assert_eq!((d.target_khz, d.next_delay_us), (Some(2_200_000), 6_000));
         assert_eq!(od.sample_type, OdSampleType::Sub);
         // The sub-sample switches to freq_lo for the rest of the period.
-        let d = od.dbs_update(&view(&tb, 2_200_000), &[s(16, 8, 0)], &t);
-        assert_eq!(d, DbsDecision { target_khz: Some(2_100_000), next_delay_us: 4_000, load: None });
+        let d = od.od_dbs_update(&view(&tb, 2_200_000), &[s(16, 8, 0)], &t);
+        assert_eq!(
+            d,
+            DbsDecision {
+                target_khz: Some(2_100_000),
+                next_delay_us: 4_000,
+                load: None
+            }
+        );
         assert_eq!(od.sample_type, OdSampleType::Normal);
         // A reduced target that is an OPP: no split.
         let b = powersave_bias_target(&p, 2_000_000, Relation::L, 100, 10_000);
         assert_eq!((b.freq, b.freq_lo), (1_800_000, 0));
         // No table: unchanged.
         let nt = view(&[], 800_000);
-        assert_eq!(powersave_bias_target(&nt, 2_345_678, Relation::L, 100, 10_000).freq, 2_345_678);
+        assert_eq!(
+            powersave_bias_target(&nt, 2_345_678, Relation::L, 100, 10_000).freq,
+            2_345_678
+        );
     }
 
     #[test]
@@ -796,17 +884,26 @@ mod tests {
         assert_eq!(get_freq_step(5, 3_900_000), 195_000);
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t, 2_000_000);
         // 90 % > 80: 2.0 + 0.195 = 2.195 GHz -> RELATION_H 2.1 GHz.
-        let d = cs.dbs_update(&view(&tb, 2_000_000), &[s(10, 1, 0)], &t);
-        assert_eq!((d.target_khz, cs.requested_freq), (Some(2_100_000), 2_195_000));
+        let d = cs.cs_dbs_update(&view(&tb, 2_000_000), &[s(10, 1, 0)], &t);
+        assert_eq!(
+            (d.target_khz, cs.requested_freq),
+            (Some(2_100_000), 2_195_000)
+        );
         // Again: 2.39 GHz -> 2.3 GHz.
-        let d = cs.dbs_update(&view(&tb, 2_100_000), &[s(20, 2, 0)], &t);
-        assert_eq!((d.target_khz, cs.requested_freq), (Some(2_300_000), 2_390_000));
+        let d = cs.cs_dbs_update(&view(&tb, 2_100_000), &[s(20, 2, 0)], &t);
+        assert_eq!(
+            (d.target_khz, cs.requested_freq),
+            (Some(2_300_000), 2_390_000)
+        );
         // 50 %: between the thresholds, nothing.
-        let d = cs.dbs_update(&view(&tb, 2_300_000), &[s(30, 7, 0)], &t);
+        let d = cs.cs_dbs_update(&view(&tb, 2_300_000), &[s(30, 7, 0)], &t);
         assert_eq!(d.target_khz, None);
         // 10 % < 20: down one step to 2.195 GHz -> RELATION_L 2.2 GHz.
-        let d = cs.dbs_update(&view(&tb, 2_300_000), &[s(40, 16, 0)], &t);
-        assert_eq!((d.target_khz, cs.requested_freq), (Some(2_200_000), 2_195_000));
+        let d = cs.cs_dbs_update(&view(&tb, 2_300_000), &[s(40, 16, 0)], &t);
+        assert_eq!(
+            (d.target_khz, cs.requested_freq),
+            (Some(2_200_000), 2_195_000)
+        );
         assert_eq!(d.next_delay_us, 10_000);
     }
 
@@ -818,24 +915,35 @@ mod tests {
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t, 2_000_000);
         let p = view(&tb, 2_000_000);
         // Two low-load samples are skipped, the third steps down.
-        assert_eq!(cs.dbs_update(&p, &[s(10, 9, 0)], &t).target_khz, None);
-        assert_eq!(cs.dbs_update(&p, &[s(20, 18, 0)], &t).target_khz, None);
-        assert_eq!(cs.dbs_update(&p, &[s(30, 27, 0)], &t).target_khz, Some(1_900_000)); // 1.805 -> L 1.9
+        assert_eq!(cs.cs_dbs_update(&p, &[s(10, 9, 0)], &t).target_khz, None);
+        assert_eq!(cs.cs_dbs_update(&p, &[s(20, 18, 0)], &t).target_khz, None);
+        assert_eq!(
+            cs.cs_dbs_update(&p, &[s(30, 27, 0)], &t).target_khz,
+            Some(1_900_000)
+        ); // 1.805 -> L 1.9
         assert_eq!(cs.down_skip, 0);
         // At max already: no step up.
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t, 3_900_000);
-        assert_eq!(cs.dbs_update(&view(&tb, 3_900_000), &[s(10, 0, 0)], &t).target_khz, None);
+        assert_eq!(
+            cs.cs_dbs_update(&view(&tb, 3_900_000), &[s(10, 0, 0)], &t)
+                .target_khz,
+            None
+        );
         // requested_freq outside new limits -> restarts from cur.
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t, 3_900_000);
         let mut lim = view(&tb, 3_000_000);
         lim.max_khz = 3_000_000;
-        cs.dbs_update(&lim, &[s(10, 5, 0)], &t);
+        cs.cs_dbs_update(&lim, &[s(10, 5, 0)], &t);
         assert_eq!(cs.requested_freq, 3_000_000);
         // freq_step 0: never changes.
         let mut t0 = t;
         t0.freq_step = 0;
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t0, 2_000_000);
-        assert_eq!(cs.dbs_update(&view(&tb, 2_000_000), &[s(10, 0, 0)], &t0).target_khz, None);
+        assert_eq!(
+            cs.cs_dbs_update(&view(&tb, 2_000_000), &[s(10, 0, 0)], &t0)
+                .target_khz,
+            None
+        );
     }
 
     #[test]
@@ -845,11 +953,17 @@ mod tests {
         let mut cs = Conservative::start(&[s(0, 0, 0)], &t, 3_000_000);
         let p = view(&tb, 3_000_000);
         // 90 % busy first (prev_load 90): up to 3.195 -> H 3.1 GHz.
-        assert_eq!(cs.dbs_update(&p, &[s(10, 1, 0)], &t).target_khz, Some(3_100_000));
+        assert_eq!(
+            cs.cs_dbs_update(&p, &[s(10, 1, 0)], &t).target_khz,
+            Some(3_100_000)
+        );
         // 40 ms later with 35 ms idle: prev_load (90) reused -> "busy", but 3 idle periods
         // first lower the request by 3 steps: 3.195 − 0.585 = 2.61, + 0.195 = 2.805 -> H 2.8 GHz.
-        let d = cs.dbs_update(&view(&tb, 3_100_000), &[s(50, 36, 0)], &t);
-        assert_eq!((d.load, d.target_khz, cs.requested_freq), (Some(90), Some(2_800_000), 2_805_000));
+        let d = cs.cs_dbs_update(&view(&tb, 3_100_000), &[s(50, 36, 0)], &t);
+        assert_eq!(
+            (d.load, d.target_khz, cs.requested_freq),
+            (Some(90), Some(2_800_000), 2_805_000)
+        );
         assert_eq!(cs.dbs.idle_periods, u32::MAX);
     }
 }

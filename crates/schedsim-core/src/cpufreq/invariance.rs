@@ -62,7 +62,8 @@ pub const AMD_FIE_FROM: KernelVersion = (5, 11);
 const LATEST: KernelVersion = (u32::MAX, 0);
 
 /// Allowed forms of the invariance setting, for error messages.
-pub const INVARIANCE_FORMS: &str = "none, turbo:N (N >= 1 active cores), base, max, amd-midpoint, cpufreq";
+pub const INVARIANCE_FORMS: &str =
+    "none, turbo:N (N >= 1 active cores), base, max, amd-midpoint, cpufreq";
 
 /// Where `arch_scale_freq_capacity()` comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,7 +363,7 @@ impl ArchFreqScale {
         }
         // v5.9+: check_shl_overflow / check_mul_overflow / zero checks.
         let a = (acnt.leading_zeros() >= 2 * SCHED_CAPACITY_SHIFT)
-            .then(|| acnt << (2 * SCHED_CAPACITY_SHIFT));
+            .then_some(acnt << (2 * SCHED_CAPACITY_SHIFT));
         let m = mcnt.checked_mul(self.ratio).filter(|&m| m != 0);
         let q = match (a, m) {
             (Some(a), Some(m)) => a / m,
@@ -427,9 +428,20 @@ mod tests {
         assert_eq!(Invariance::parse("turbo:4"), Ok(Invariance::Turbo(4)));
         assert_eq!(Invariance::parse("base"), Ok(Invariance::Base));
         assert_eq!(Invariance::parse("max"), Ok(Invariance::Max));
-        assert_eq!(Invariance::parse("amd-midpoint"), Ok(Invariance::AmdMidpoint));
+        assert_eq!(
+            Invariance::parse("amd-midpoint"),
+            Ok(Invariance::AmdMidpoint)
+        );
         assert_eq!(Invariance::parse("cpufreq"), Ok(Invariance::Cpufreq));
-        for s in ["none", "turbo:1", "turbo:4", "base", "max", "amd-midpoint", "cpufreq"] {
+        for s in [
+            "none",
+            "turbo:1",
+            "turbo:4",
+            "base",
+            "max",
+            "amd-midpoint",
+            "cpufreq",
+        ] {
             assert_eq!(Invariance::parse(s).unwrap().to_string(), s);
         }
         assert_eq!("turbo:2".parse::<Invariance>(), Ok(Invariance::Turbo(2)));
@@ -437,7 +449,9 @@ mod tests {
 
     #[test]
     fn parse_errors_name_value_and_forms() {
-        for bad in ["", "turbo", "turbo:", "turbo:0", "turbo:x", "Turbo:4", "amd"] {
+        for bad in [
+            "", "turbo", "turbo:", "turbo:0", "turbo:x", "Turbo:4", "amd",
+        ] {
             let e = Invariance::parse(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{e}");
             assert!(e.contains("turbo:N") && e.contains("amd-midpoint"), "{e}");
@@ -447,10 +461,22 @@ mod tests {
     #[test]
     fn skylake_turbo4_ratio() {
         // 37 × 1024 / 35 = 37888 / 35 = 1082.5 -> 1082.
-        let r = x86_max_freq_ratio(Invariance::Turbo(4), 3_500_000, &SKL_TURBO, 4_000_000, NO_AMD);
+        let r = x86_max_freq_ratio(
+            Invariance::Turbo(4),
+            3_500_000,
+            &SKL_TURBO,
+            4_000_000,
+            NO_AMD,
+        );
         assert_eq!(r, Some(1082));
         // 1C: 40 × 1024 / 35 = 1170.3 -> 1170; max is the same reference.
-        let r1 = x86_max_freq_ratio(Invariance::Turbo(1), 3_500_000, &SKL_TURBO, 4_000_000, NO_AMD);
+        let r1 = x86_max_freq_ratio(
+            Invariance::Turbo(1),
+            3_500_000,
+            &SKL_TURBO,
+            4_000_000,
+            NO_AMD,
+        );
         assert_eq!(r1, Some(1170));
         let rm = x86_max_freq_ratio(Invariance::Max, 3_500_000, &SKL_TURBO, 4_000_000, NO_AMD);
         assert_eq!(rm, Some(1170));
@@ -472,7 +498,14 @@ mod tests {
 
     #[test]
     fn enabling_rules_by_version() {
-        let none = x86_max_freq_ratio_at((5, 6), Invariance::Turbo(4), 3_500_000, &SKL_TURBO, 0, NO_AMD);
+        let none = x86_max_freq_ratio_at(
+            (5, 6),
+            Invariance::Turbo(4),
+            3_500_000,
+            &SKL_TURBO,
+            0,
+            NO_AMD,
+        );
         assert_eq!(none, None);
         // Base 0 (hypervisor): never enabled from v5.7.
         for v in [(5, 7), (5, 9), (6, 12)] {
@@ -480,13 +513,33 @@ mod tests {
             assert_eq!(r, None);
         }
         // All-zero turbo MSR: v5.7/5.8 install ratio 0; v5.9+ refuse.
-        let r57 = x86_max_freq_ratio_at((5, 7), Invariance::Turbo(4), 3_500_000, &[0, 0, 0, 0], 0, NO_AMD);
+        let r57 = x86_max_freq_ratio_at(
+            (5, 7),
+            Invariance::Turbo(4),
+            3_500_000,
+            &[0, 0, 0, 0],
+            0,
+            NO_AMD,
+        );
         assert_eq!(r57, Some(0));
-        let r59 = x86_max_freq_ratio_at((5, 9), Invariance::Turbo(4), 3_500_000, &[0, 0, 0, 0], 0, NO_AMD);
+        let r59 = x86_max_freq_ratio_at(
+            (5, 9),
+            Invariance::Turbo(4),
+            3_500_000,
+            &[0, 0, 0, 0],
+            0,
+            NO_AMD,
+        );
         assert_eq!(r59, None);
         // None / cpufreq are not APERF/MPERF sources.
-        assert_eq!(x86_max_freq_ratio(Invariance::None, 3_500_000, &SKL_TURBO, 0, NO_AMD), None);
-        assert_eq!(x86_max_freq_ratio(Invariance::Cpufreq, 3_500_000, &SKL_TURBO, 0, NO_AMD), None);
+        assert_eq!(
+            x86_max_freq_ratio(Invariance::None, 3_500_000, &SKL_TURBO, 0, NO_AMD),
+            None
+        );
+        assert_eq!(
+            x86_max_freq_ratio(Invariance::Cpufreq, 3_500_000, &SKL_TURBO, 0, NO_AMD),
+            None
+        );
     }
 
     #[test]
@@ -497,14 +550,23 @@ mod tests {
             highest_perf: 255,
             nominal_perf: 200,
         };
-        assert_eq!(x86_max_freq_ratio(Invariance::AmdMidpoint, 0, &[], 0, amd), Some(1164));
+        assert_eq!(
+            x86_max_freq_ratio(Invariance::AmdMidpoint, 0, &[], 0, amd),
+            Some(1164)
+        );
         // highest 166, nominal 120: 169984 / 120 = 1416; (1416 + 1024) >> 1 = 1220.
         assert_eq!(amd_midpoint_ratio(166, 120), Some(1220));
         assert_eq!(amd_midpoint_ratio(0, 120), None);
         assert_eq!(amd_midpoint_ratio(166, 0), None);
         // Not before v5.11.
-        assert_eq!(x86_max_freq_ratio_at((5, 10), Invariance::AmdMidpoint, 0, &[], 0, amd), None);
-        assert_eq!(x86_max_freq_ratio_at((5, 11), Invariance::AmdMidpoint, 0, &[], 0, amd), Some(1164));
+        assert_eq!(
+            x86_max_freq_ratio_at((5, 10), Invariance::AmdMidpoint, 0, &[], 0, amd),
+            None
+        );
+        assert_eq!(
+            x86_max_freq_ratio_at((5, 11), Invariance::AmdMidpoint, 0, &[], 0, amd),
+            Some(1164)
+        );
     }
 
     #[test]
@@ -594,7 +656,10 @@ mod tests {
 
     #[test]
     fn global_disable_resets_from_v63() {
-        let mut cpus = vec![ArchFreqScale::new(Some(1024)), ArchFreqScale::new(Some(1024))];
+        let mut cpus = vec![
+            ArchFreqScale::new(Some(1024)),
+            ArchFreqScale::new(Some(1024)),
+        ];
         cpus[0].tick(1_000, 2_000, (6, 1));
         cpus[1].tick(3_000, 4_000, (6, 1));
         let mut old = cpus.clone();
@@ -614,7 +679,7 @@ mod tests {
 
     #[test]
     fn arm_cpufreq_scale() {
-        // 1.4 GHz of 2.8 GHz -> 512; 2.0 GHz of 2.8 GHz -> 2_048_000_000 / 2_800_000 = 731.4 -> 731.
+        // 1.4 of 2.8 GHz -> 512; 2.0 of 2.8 GHz -> 2_048_000_000 / 2_800_000 = 731.4 -> 731.
         assert_eq!(cpufreq_freq_scale(1_400_000, 2_800_000), 512);
         assert_eq!(cpufreq_freq_scale(2_000_000, 2_800_000), 731);
         assert_eq!(cpufreq_freq_scale(2_800_000, 2_800_000), 1024);

@@ -3,6 +3,12 @@
 //! calls [`crate::engine::Sim::cpufreq_update_util`] where the kernel calls
 //! `cpufreq_update_util`, so the dynamic governors plug in there.
 
+pub mod dbs;
+pub mod intel_pstate;
+pub mod invariance;
+pub mod policy;
+pub mod schedutil;
+
 /// A governor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Governor {

@@ -163,7 +163,7 @@ pub const TRANSITION_DELAY_1_5X_FROM: KernelVersion = (6, 12);
 ///   - v6.12+: `latency_us + latency_us / 2`, 1000 if 0.
 ///
 /// Not modelled: the 2025 stable fix for `CPUFREQ_ETERNAL` (cpufreq-dt's default latency /
-/// the restored 10 ms cap), whose final merged form is not verified (spec §4.2 [R]); pass a
+/// the restored 10 ms cap), whose final merged form is not verified (spec §4.2 (R)); pass a
 /// realistic `transition_latency_ns` instead of [`CPUFREQ_ETERNAL_NS`] for such platforms.
 pub fn transition_delay_us(
     version: KernelVersion,
@@ -209,36 +209,69 @@ mod tests {
     #[test]
     fn relation_l_picks_lowest_at_or_above() {
         let t = table();
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 1_904_296, Relation::L), 2_000_000);
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_000_000, Relation::L), 2_000_000);
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_000_001, Relation::L), 2_100_000);
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 1_904_296, Relation::L),
+            2_000_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_000_000, Relation::L),
+            2_000_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_000_001, Relation::L),
+            2_100_000
+        );
     }
 
     #[test]
     fn relation_h_picks_highest_at_or_below() {
         let t = table();
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 1_999_999, Relation::H), 1_900_000);
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_000_000, Relation::H), 2_000_000);
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 1_999_999, Relation::H),
+            1_900_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_000_000, Relation::H),
+            2_000_000
+        );
     }
 
     #[test]
     fn relation_c_picks_closest_and_ties_go_low() {
         let t = table();
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_049_999, Relation::C), 2_000_000);
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_050_000, Relation::C), 2_000_000);
-        assert_eq!(resolve(&t, 800_000, 3_900_000, 2_050_001, Relation::C), 2_100_000);
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_049_999, Relation::C),
+            2_000_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_050_000, Relation::C),
+            2_000_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 3_900_000, 2_050_001, Relation::C),
+            2_100_000
+        );
     }
 
     #[test]
     fn clamps_to_policy_limits_first() {
         let t = table();
         // Above the policy max: clamp to 3.0 GHz, an entry.
-        assert_eq!(resolve(&t, 800_000, 3_000_000, 5_000_000, Relation::L), 3_000_000);
+        assert_eq!(
+            resolve(&t, 800_000, 3_000_000, 5_000_000, Relation::L),
+            3_000_000
+        );
         // Below the policy min.
         assert_eq!(resolve(&t, 1_200_000, 3_000_000, 0, Relation::H), 1_200_000);
         // A non-OPP max: RELATION_L goes one entry above it, as the kernel helpers do.
-        assert_eq!(resolve(&t, 800_000, 2_050_000, 9_999_999, Relation::L), 2_100_000);
-        assert_eq!(resolve(&t, 800_000, 2_050_000, 9_999_999, Relation::H), 2_000_000);
+        assert_eq!(
+            resolve(&t, 800_000, 2_050_000, 9_999_999, Relation::L),
+            2_100_000
+        );
+        assert_eq!(
+            resolve(&t, 800_000, 2_050_000, 9_999_999, Relation::H),
+            2_000_000
+        );
     }
 
     #[test]
@@ -252,8 +285,14 @@ mod tests {
 
     #[test]
     fn no_table_returns_clamped_target() {
-        assert_eq!(resolve(&[], 800_000, 3_900_000, 1_904_296, Relation::L), 1_904_296);
-        assert_eq!(resolve(&[], 800_000, 3_900_000, 9_000_000, Relation::L), 3_900_000);
+        assert_eq!(
+            resolve(&[], 800_000, 3_900_000, 1_904_296, Relation::L),
+            1_904_296
+        );
+        assert_eq!(
+            resolve(&[], 800_000, 3_900_000, 9_000_000, Relation::L),
+            3_900_000
+        );
     }
 
     #[test]
@@ -283,7 +322,7 @@ mod tests {
         assert_eq!(transition_delay_us((5, 4), None, 20_000), 10_000); // min(20 ms, 10 ms)
         assert_eq!(transition_delay_us((6, 9), None, 20_000), 2_000); // min(20 ms, 2 ms)
         assert_eq!(transition_delay_us((6, 12), None, 20_000), 30); // 20 + 10
-        // 1 µs latency.
+                                                                    // 1 µs latency.
         assert_eq!(transition_delay_us((6, 8), None, 1_000), 1_000);
         assert_eq!(transition_delay_us((6, 9), None, 1_000), 1_000);
         assert_eq!(transition_delay_us((6, 12), None, 1_000), 1);
@@ -295,8 +334,14 @@ mod tests {
         assert_eq!(transition_delay_us((6, 9), None, 3_000_000), 3_000);
         assert_eq!(transition_delay_us((6, 12), None, 3_000_000), 4_500);
         // CPUFREQ_ETERNAL: the v6.12 regression (6442450 µs).
-        assert_eq!(transition_delay_us((6, 12), None, CPUFREQ_ETERNAL_NS), 6_442_450);
-        assert_eq!(transition_delay_us((6, 6), None, CPUFREQ_ETERNAL_NS), 10_000);
+        assert_eq!(
+            transition_delay_us((6, 12), None, CPUFREQ_ETERNAL_NS),
+            6_442_450
+        );
+        assert_eq!(
+            transition_delay_us((6, 6), None, CPUFREQ_ETERNAL_NS),
+            10_000
+        );
     }
 
     #[test]

@@ -11,31 +11,32 @@
 //! ([`PolicyView`]), the NO_HZ idle-call counter, the time and the flags; the functions return
 //! the frequency to send to the driver (`Some(kHz)`) or `None` for "no driver call".
 //!
-//! Versions (the kernel version in [`SugovEnv`] selects them; [R] = merge version recalled):
+//! Versions (the kernel version in [`SugovEnv`] selects them; "(R)" = merge version recalled,
+//! not verified):
 //! - < v5.2: I/O-wait boost in frequency units (starts at `policy->min`, capped at
-//!   `cpuinfo.max_freq`, applied as a util/max ratio); v5.0/v5.1 otherwise use the v5.2 flow [R];
-//! - v5.2+: boost in capacity units, `IOWAIT_BOOST_MIN` = 128 [R version];
-//! - < v5.3: `sugov_limits` sets `need_freq_update` directly; v5.3+ `limits_changed`;
-//! - < v5.10: `need_freq_update` is cleared in `get_next_freq`; the hold needs
-//!   `!need_freq_update` and resets `cached_raw_freq` to 0; `sugov_update_next_freq` only
-//!   compares frequencies;
+//!   `cpuinfo.max_freq`, applied as a util/max ratio); v5.0/v5.1 otherwise use the v5.2 flow (R);
+//! - v5.2+: boost in capacity units, `IOWAIT_BOOST_MIN` = 128 (R: version);
+//! - < v5.3: `sugov_limits` sets `need_freq_update` directly and the hold ignores it; v5.3+
+//!   (600f5badb78c) `limits_changed`, and no hold while `need_freq_update`;
+//! - < v5.10: `need_freq_update` is cleared in `get_next_freq`; the hold resets
+//!   `cached_raw_freq` to 0; `sugov_update_next_freq` only compares frequencies;
 //! - v5.10–v6.13: `sugov_update_next_freq` always accepts while `need_freq_update` is set and
 //!   re-arms it for drivers with `CPUFREQ_NEED_UPDATE_LIMITS` (intel_cpufreq), so such drivers
 //!   get a call at every evaluation after the first limits change; the hold restores
 //!   `cached_raw_freq`;
 //! - v5.11+: `sugov_update_single_perf` (`adjust_perf` drivers, invariant only);
-//! - v5.14+ [R]: the 1.25 moves out of `map_util_freq` into `map_util_perf` (rounding differs),
+//! - v5.14+ (R): the 1.25 moves out of `map_util_freq` into `map_util_perf` (rounding differs),
 //!   and the boost is clamped by uclamp;
-//! - v6.2+ [R]: no hold when the rq is capped by uclamp_max; v6.6+ [R]: no hold while
+//! - v6.2+ (R): no hold when the rq is capped by uclamp_max; v6.6+ (R): no hold while
 //!   `need_freq_update`;
 //! - v6.8+ (9c0b4bb7f630): headroom applied in the utilization domain
 //!   (`sugov_effective_cpu_perf`, DL/uclamp floor without headroom, uclamp_max cap), the boost
 //!   applied before the headroom, `get_capacity_ref_freq` with the non-invariant `1.25 × cur`
 //!   (so the non-invariant path gets the 1.25 twice: it moves up above ~64 % busy), shared
-//!   policies take the max util over CPUs against the calling CPU's capacity [R version];
-//! - v6.14 [R] (8e461a1cb43d): `limits_changed` sets `need_freq_update` only for
+//!   policies take the max util over CPUs against the calling CPU's capacity (R: version);
+//! - v6.14 (R) (8e461a1cb43d): `limits_changed` sets `need_freq_update` only for
 //!   `NEED_UPDATE_LIMITS` drivers, `sugov_update_next_freq` clears it;
-//! - v6.15+ [R] (cfde542df7dd and the DL fix): `need_freq_update` always set on limits changes,
+//! - v6.15+ (R) (cfde542df7dd and the DL fix): `need_freq_update` always set on limits changes,
 //!   an unchanged frequency is re-sent only to `NEED_UPDATE_LIMITS` drivers, a pending
 //!   `need_freq_update` bypasses the rate limit, `ignore_dl_rate_limit` sets it directly.
 //!
@@ -59,7 +60,7 @@ pub const SCHED_CAPACITY_SCALE: u64 = 1 << SCHED_CAPACITY_SHIFT;
 /// `IOWAIT_BOOST_MIN` (capacity units, v5.2+).
 pub const IOWAIT_BOOST_MIN: u64 = SCHED_CAPACITY_SCALE / 8;
 
-/// First version with the boost in capacity units [R].
+/// First version with the boost in capacity units (R).
 pub const BOOST_CAPACITY_UNITS_FROM: KernelVersion = (5, 2);
 /// First version with `limits_changed` (600f5badb78c).
 pub const LIMITS_CHANGED_FROM: KernelVersion = (5, 3);
@@ -68,17 +69,17 @@ pub const NEED_UPDATE_LIMITS_FROM: KernelVersion = (5, 10);
 /// First version with `sugov_update_single_perf` / `adjust_perf`.
 pub const ADJUST_PERF_FROM: KernelVersion = (5, 11);
 /// First version with `map_util_perf` split out of `map_util_freq` and the uclamp clamp on the
-/// boost [R].
+/// boost (R).
 pub const MAP_UTIL_PERF_FROM: KernelVersion = (5, 14);
-/// First version skipping the hold when capped by uclamp_max [R].
+/// First version skipping the hold when capped by uclamp_max (R).
 pub const HOLD_UCLAMP_CAPPED_FROM: KernelVersion = (6, 2);
-/// First version skipping the hold while `need_freq_update` [R].
+/// First version skipping the hold while `need_freq_update` (R).
 pub const HOLD_NEED_UPDATE_FROM: KernelVersion = (6, 6);
 /// The v6.8 performance-estimation rework (9c0b4bb7f630).
 pub const PERF_REWORK_FROM: KernelVersion = (6, 8);
-/// 8e461a1cb43d ("Fix superfluous updates caused by need_freq_update") [R].
+/// 8e461a1cb43d ("Fix superfluous updates caused by need_freq_update") (R).
 pub const SUPERFLUOUS_FIX_FROM: KernelVersion = (6, 14);
-/// cfde542df7dd ("Fix the usage of CPUFREQ_NEED_UPDATE_LIMITS") and the DL rate-limit fix [R].
+/// cfde542df7dd ("Fix the usage of CPUFREQ_NEED_UPDATE_LIMITS") and the DL rate-limit fix (R).
 pub const LIMITS_FIX_FROM: KernelVersion = (6, 15);
 
 /// The schedutil tunable (`/sys/.../schedutil/rate_limit_us`).
@@ -165,7 +166,11 @@ pub struct SugovPolicy {
 impl SugovPolicy {
     /// `sugov_start()`: fresh state; from v5.10 `need_freq_update` starts as the driver's
     /// `CPUFREQ_NEED_UPDATE_LIMITS` flag.
-    pub fn start(tunables: SugovTunables, version: KernelVersion, need_update_limits: bool) -> Self {
+    pub fn start(
+        tunables: SugovTunables,
+        version: KernelVersion,
+        need_update_limits: bool,
+    ) -> Self {
         SugovPolicy {
             freq_update_delay_ns: tunables.rate_limit_us * NSEC_PER_USEC,
             need_freq_update: version >= NEED_UPDATE_LIMITS_FROM && need_update_limits,
@@ -353,7 +358,11 @@ pub fn get_capacity_ref_freq(policy: &PolicyView, invariant: bool, freq_ref_khz:
 pub fn raw_next_freq(env: &SugovEnv, util: u64, max: u64) -> u64 {
     let p = &env.policy;
     if env.version >= PERF_REWORK_FROM {
-        map_util_freq(util, get_capacity_ref_freq(p, env.invariant, env.freq_ref_khz), max)
+        map_util_freq(
+            util,
+            get_capacity_ref_freq(p, env.invariant, env.freq_ref_khz),
+            max,
+        )
     } else {
         let freq = if env.invariant {
             p.cpuinfo_max_khz
@@ -444,7 +453,12 @@ pub fn sugov_update_next_freq(
 }
 
 /// `ignore_dl_rate_limit()`: a DL bandwidth increase bypasses the rate limit.
-pub fn ignore_dl_rate_limit(cpu: &SugovCpu, pol: &mut SugovPolicy, bw_dl: u64, version: KernelVersion) {
+pub fn ignore_dl_rate_limit(
+    cpu: &SugovCpu,
+    pol: &mut SugovPolicy,
+    bw_dl: u64,
+    version: KernelVersion,
+) {
     if bw_dl > cpu.bw_min {
         if version < LIMITS_CHANGED_FROM || version >= LIMITS_FIX_FROM {
             pol.need_freq_update = true;
@@ -475,12 +489,21 @@ fn boost_ceiling(env: &SugovEnv) -> u64 {
 
 /// `sugov_iowait_reset()`: more than a tick since the last callback → restart (at the floor if
 /// this callback is an iowait one) or drop the boost.
-pub fn sugov_iowait_reset(cpu: &mut SugovCpu, time: u64, set_iowait_boost: bool, env: &SugovEnv) -> bool {
+pub fn sugov_iowait_reset(
+    cpu: &mut SugovCpu,
+    time: u64,
+    set_iowait_boost: bool,
+    env: &SugovEnv,
+) -> bool {
     // s64 delta_ns = time - last_update; reset only if delta_ns > TICK_NSEC.
     if time <= cpu.last_update || time - cpu.last_update <= env.tick_ns {
         return false;
     }
-    cpu.iowait_boost = if set_iowait_boost { boost_floor(env) } else { 0 };
+    cpu.iowait_boost = if set_iowait_boost {
+        boost_floor(env)
+    } else {
+        0
+    };
     cpu.iowait_boost_pending = set_iowait_boost;
     true
 }
@@ -646,9 +669,10 @@ pub fn update_single(
     let v = env.version;
     let mut next_f;
     if v < NEED_UPDATE_LIMITS_FROM {
-        // Limits may have changed: don't skip the update (short-circuit: the idle counter is
-        // not refreshed then).
-        let busy = !pol.need_freq_update && sugov_cpu_is_busy(cpu, idle_calls, env.nohz);
+        // v5.3+: limits may have changed, don't skip the update (short-circuit: the idle
+        // counter is not refreshed then). v5.2 checks only the idle counter.
+        let busy = (v < LIMITS_CHANGED_FROM || !pol.need_freq_update)
+            && sugov_cpu_is_busy(cpu, idle_calls, env.nohz);
         let (util, max) = util_pre68(cpu, u, time, env);
         next_f = get_next_freq(pol, env, util, max);
         if busy && next_f < pol.next_freq {
@@ -827,10 +851,21 @@ mod tests {
         let t = table();
         for v in VERSIONS {
             let e = env(&t, v, true, 800_000);
-            assert_eq!(raw_next_freq(&e, if v >= PERF_REWORK_FROM { 500 } else { 400 }, 1024), 1_904_296);
+            assert_eq!(
+                raw_next_freq(&e, if v >= PERF_REWORK_FROM { 500 } else { 400 }, 1024),
+                1_904_296
+            );
             let mut pol = start(500, v);
             let mut cpu = SugovCpu::default();
-            let f = update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(400, 1024), 1);
+            let f = update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(400, 1024),
+                1,
+            );
             assert_eq!(f, Some(2_000_000), "{v:?}");
             assert_eq!(pol.next_freq, 2_000_000);
         }
@@ -845,13 +880,29 @@ mod tests {
             let mut pol = start(500, v);
             pol.next_freq = 2_000_000;
             let mut cpu = SugovCpu::default();
-            let f = update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(820, 1024), 1);
+            let f = update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(820, 1024),
+                1,
+            );
             assert_eq!(f, Some(2_100_000), "{v:?}");
             // util 819: 1999.5 (v5.4) / 1998.0 (v5.14+ rounding) MHz -> 2.0 GHz: no change.
             let mut pol = start(500, v);
             pol.next_freq = 2_000_000;
             let mut cpu = SugovCpu::default();
-            let f = update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(819, 1024), 1);
+            let f = update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(819, 1024),
+                1,
+            );
             assert_eq!(f, None, "{v:?}");
         }
         // The two roundings of the 1.25.
@@ -870,7 +921,15 @@ mod tests {
             let mut pol = start(500, (6, 8));
             pol.next_freq = 2_000_000;
             let mut cpu = SugovCpu::default();
-            update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(util, 1024), 1)
+            update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(util, 1024),
+                1,
+            )
         };
         // 819 -> perf 1023 -> 2_500_000 × 1023 / 1024 = 2_497_558 -> 2.5 GHz.
         assert_eq!(go(819), Some(2_500_000));
@@ -902,7 +961,15 @@ mod tests {
                 ..Default::default()
             };
             // An iowait wakeup doubles 128 -> 256 and marks it pending; the evaluation applies it.
-            let f = update_single(&mut pol, &mut cpu, &e, 10 * MS, SCHED_CPUFREQ_IOWAIT, &CpuUtil::cfs(0, 1024), 1);
+            let f = update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                SCHED_CPUFREQ_IOWAIT,
+                &CpuUtil::cfs(0, 1024),
+                1,
+            );
             assert_eq!(f, Some(1_300_000), "{v:?}");
             assert_eq!(cpu.iowait_boost, 256);
         }
@@ -918,7 +985,15 @@ mod tests {
         let mut out = vec![];
         for (i, &fl) in flags.iter().enumerate() {
             let time = (i as u64 + 1) * MS;
-            let f = update_single(&mut pol, &mut cpu, &e, time, fl, &CpuUtil::cfs(0, 1024), i as u64 + 1);
+            let f = update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                time,
+                fl,
+                &CpuUtil::cfs(0, 1024),
+                i as u64 + 1,
+            );
             out.push((cpu.iowait_boost, f));
         }
         out
@@ -930,7 +1005,11 @@ mod tests {
         for v in [(5, 4), (6, 8)] {
             let r = run_boost(v, &[IO, IO, IO, IO, IO, 0, 0, 0, 0]);
             let boosts: Vec<u64> = r.iter().map(|x| x.0).collect();
-            assert_eq!(boosts, [128, 256, 512, 1024, 1024, 512, 256, 128, 0], "{v:?}");
+            assert_eq!(
+                boosts,
+                [128, 256, 512, 1024, 1024, 512, 256, 128, 0],
+                "{v:?}"
+            );
             let freqs: Vec<Option<u64>> = r.iter().map(|x| x.1).collect();
             // 128 -> 609 MHz -> min 0.8 GHz; 256 -> 1.3; 512 -> 2437.5 -> 2.5; 1024 -> 3.9.
             let expect = [
@@ -977,9 +1056,13 @@ mod tests {
         let r = run_boost((5, 1), &[IO, IO, IO, IO, 0, 0, 0]);
         let boosts: Vec<u64> = r.iter().map(|x| x.0).collect();
         // policy->min, doubling, capped at cpuinfo.max_freq, halving below policy->min -> 0.
-        assert_eq!(boosts, [800_000, 1_600_000, 3_200_000, 3_900_000, 1_950_000, 975_000, 0]);
+        assert_eq!(
+            boosts,
+            [800_000, 1_600_000, 3_200_000, 3_900_000, 1_950_000, 975_000, 0]
+        );
         let freqs: Vec<Option<u64>> = r.iter().map(|x| x.1).collect();
-        // (util, max) = (boost, 3.9 GHz): 1.25 × boost -> 1.0, 2.0, 4.0->3.9, 3.9, 2437.5->2.5, 1218.75->1.3, 0->0.8.
+        // (util, max) = (boost, 3.9 GHz), so 1.25 × boost: 1.0, 2.0, 4.0 -> 3.9, 3.9 (no call),
+        // 2437.5 -> 2.5, 1218.75 -> 1.3, 0 -> 0.8 GHz.
         let expect = [
             Some(1_000_000),
             Some(2_000_000),
@@ -1000,7 +1083,15 @@ mod tests {
             let mut pol = start(10_000, v); // 10 ms
             let mut cpu = SugovCpu::default();
             let mut call = |time: u64, util: u64, idle: u64| {
-                update_single(&mut pol, &mut cpu, &e, time, 0, &CpuUtil::cfs(util, 1024), idle)
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e,
+                    time,
+                    0,
+                    &CpuUtil::cfs(util, 1024),
+                    idle,
+                )
             };
             assert_eq!(call(10 * MS, 400, 1), Some(2_000_000), "{v:?}");
             // Within 10 ms of the change: rate-limited even though 800 would go to 3.9 GHz.
@@ -1019,23 +1110,53 @@ mod tests {
         let t = table();
         let mut e = env(&t, (5, 15), true, 800_000);
         e.need_update_limits = true;
-        let mut pol = SugovPolicy::start(SugovTunables { rate_limit_us: 10_000 }, (5, 15), true);
+        let mut pol = SugovPolicy::start(
+            SugovTunables {
+                rate_limit_us: 10_000,
+            },
+            (5, 15),
+            true,
+        );
         let mut cpu = SugovCpu::default();
         let u = CpuUtil::cfs(400, 1024);
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1), Some(2_000_000));
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 20 * MS, 0, &u, 2), Some(2_000_000));
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1),
+            Some(2_000_000)
+        );
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 20 * MS, 0, &u, 2),
+            Some(2_000_000)
+        );
         assert!(pol.need_freq_update);
         let u8 = CpuUtil::cfs(800, 1024);
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 21 * MS, 0, &u8, 3), None);
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 21 * MS, 0, &u8, 3),
+            None
+        );
         // v6.15: the flag is consumed by the first evaluation, then the usual rule applies.
         let mut e = env(&t, (6, 15), true, 800_000);
         e.need_update_limits = true;
-        let mut pol = SugovPolicy::start(SugovTunables { rate_limit_us: 10_000 }, (6, 15), true);
+        let mut pol = SugovPolicy::start(
+            SugovTunables {
+                rate_limit_us: 10_000,
+            },
+            (6, 15),
+            true,
+        );
         let mut cpu = SugovCpu::default();
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1), Some(2_000_000));
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1),
+            Some(2_000_000)
+        );
         assert!(!pol.need_freq_update);
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 20 * MS, 0, &u, 2), None);
-        assert_eq!(update_single(&mut pol, &mut cpu, &e, 21 * MS, 0, &u8, 3), Some(3_900_000));
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 20 * MS, 0, &u, 2),
+            None
+        );
+        assert_eq!(
+            update_single(&mut pol, &mut cpu, &e, 21 * MS, 0, &u8, 3),
+            Some(3_900_000)
+        );
     }
 
     #[test]
@@ -1046,7 +1167,10 @@ mod tests {
             let mut pol = start(10_000, v);
             let mut cpu = SugovCpu::default();
             let u = CpuUtil::cfs(400, 1024);
-            assert_eq!(update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1), Some(2_000_000));
+            assert_eq!(
+                update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1),
+                Some(2_000_000)
+            );
             // scaling_max_freq lowered to 1.5 GHz 1 ms later.
             let mut e2 = e;
             e2.policy.max_khz = 1_500_000;
@@ -1064,7 +1188,18 @@ mod tests {
             let e = env(&t, v, true, 800_000);
             let mut pol = start(10_000, v);
             let mut cpu = SugovCpu::default();
-            assert_eq!(update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(400, 1024), 1), Some(2_000_000));
+            assert_eq!(
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e,
+                    10 * MS,
+                    0,
+                    &CpuUtil::cfs(400, 1024),
+                    1
+                ),
+                Some(2_000_000)
+            );
             let mut u = CpuUtil::cfs(400, 1024);
             u.bw_dl = 300;
             // pre-6.8: 400 + 300 = 700 -> 4_875_000 × 700 / 1024 = 3332.5 MHz -> 3.4 GHz;
@@ -1088,18 +1223,72 @@ mod tests {
             let e = env(&t, v, true, 800_000);
             let mut pol = start(500, v);
             let mut cpu = SugovCpu::default();
-            assert_eq!(update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(800, 1024), 7), Some(3_900_000));
+            assert_eq!(
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e,
+                    10 * MS,
+                    0,
+                    &CpuUtil::cfs(800, 1024),
+                    7
+                ),
+                Some(3_900_000)
+            );
             // Same idle counter: the CPU never idled -> no drop.
-            assert_eq!(update_single(&mut pol, &mut cpu, &e, 20 * MS, 0, &CpuUtil::cfs(400, 1024), 7), None, "{v:?}");
+            assert_eq!(
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e,
+                    20 * MS,
+                    0,
+                    &CpuUtil::cfs(400, 1024),
+                    7
+                ),
+                None,
+                "{v:?}"
+            );
             // It idled: the drop goes through.
-            assert_eq!(update_single(&mut pol, &mut cpu, &e, 30 * MS, 0, &CpuUtil::cfs(400, 1024), 8), Some(2_000_000), "{v:?}");
+            assert_eq!(
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e,
+                    30 * MS,
+                    0,
+                    &CpuUtil::cfs(400, 1024),
+                    8
+                ),
+                Some(2_000_000),
+                "{v:?}"
+            );
             // Without NO_HZ there is no hold.
             let mut e2 = e;
             e2.nohz = false;
             let mut pol = start(500, v);
             let mut cpu = SugovCpu::default();
-            update_single(&mut pol, &mut cpu, &e2, 10 * MS, 0, &CpuUtil::cfs(800, 1024), 7);
-            assert_eq!(update_single(&mut pol, &mut cpu, &e2, 20 * MS, 0, &CpuUtil::cfs(400, 1024), 7), Some(2_000_000));
+            update_single(
+                &mut pol,
+                &mut cpu,
+                &e2,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(800, 1024),
+                7,
+            );
+            assert_eq!(
+                update_single(
+                    &mut pol,
+                    &mut cpu,
+                    &e2,
+                    20 * MS,
+                    0,
+                    &CpuUtil::cfs(400, 1024),
+                    7
+                ),
+                Some(2_000_000)
+            );
         }
     }
 
@@ -1111,13 +1300,32 @@ mod tests {
             let e = env(&t, v, true, 800_000);
             let mut pol = start(500, v);
             let mut cpu = SugovCpu::default();
-            update_single(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(1000, 1024), 7);
+            update_single(
+                &mut pol,
+                &mut cpu,
+                &e,
+                10 * MS,
+                0,
+                &CpuUtil::cfs(1000, 1024),
+                7,
+            );
             let mut e2 = e;
             e2.policy.max_khz = 2_000_000;
             pol.limits(v);
-            update_single(&mut pol, &mut cpu, &e2, 20 * MS, 0, &CpuUtil::cfs(1000, 1024), 7)
+            update_single(
+                &mut pol,
+                &mut cpu,
+                &e2,
+                20 * MS,
+                0,
+                &CpuUtil::cfs(1000, 1024),
+                7,
+            )
         };
-        // v5.4: busy only if !need_freq_update -> the new limit applies.
+        // v5.2: the hold wins and next_freq is unchanged: the new limit is not applied
+        // (the bug 600f5badb78c fixed).
+        assert_eq!(run((5, 2)), None);
+        // v5.3–v5.9: busy only if !need_freq_update -> the new limit applies.
         assert_eq!(run((5, 4)), Some(2_000_000));
         // v5.10–v6.5: the hold ignores need_freq_update: next_freq stays 3.9 GHz, but it is
         // re-sent (need_freq_update accepts it); the driver clamps to the new limit.
@@ -1164,7 +1372,10 @@ mod tests {
         assert_eq!(effective_cpu_util_freq_pre68(&s), 1024);
         // uclamp min raises, max caps; inverted clamps return min.
         let mut c = CpuUtil::cfs(300, 1024);
-        c.uclamp = Some(Uclamp { min: 512, max: 1024 });
+        c.uclamp = Some(Uclamp {
+            min: 512,
+            max: 1024,
+        });
         assert_eq!(effective_cpu_util_freq_pre68(&c), 512);
         c.uclamp = Some(Uclamp { min: 0, max: 200 });
         assert_eq!(effective_cpu_util_freq_pre68(&c), 200);
@@ -1183,7 +1394,14 @@ mod tests {
         u.bw_dl = 100;
         let e = effective_cpu_util(&u);
         // util 556 (DL bandwidth is not added), min = irq + bw_dl = 356, max = 1024.
-        assert_eq!(e, EffectiveUtil { util: 556, min: 356, max: 1024 });
+        assert_eq!(
+            e,
+            EffectiveUtil {
+                util: 556,
+                min: 356,
+                max: 1024
+            }
+        );
         // perf = max(356, min(556 + 139, 1024)) = 695.
         assert_eq!(sugov_effective_cpu_perf(e.util, e.min, e.max), 695);
         // RT runnable without uclamp: the floor is the capacity.
@@ -1194,7 +1412,10 @@ mod tests {
         c.uclamp = Some(Uclamp { min: 0, max: 200 });
         let e = effective_cpu_util(&c);
         assert_eq!(sugov_effective_cpu_perf(e.util, e.min, e.max), 200);
-        c.uclamp = Some(Uclamp { min: 512, max: 1024 });
+        c.uclamp = Some(Uclamp {
+            min: 512,
+            max: 1024,
+        });
         let e = effective_cpu_util(&c);
         assert_eq!(sugov_effective_cpu_perf(e.util, e.min, e.max), 512);
         // DL util counts in the sum: 600 + 500 >= 1024.
@@ -1221,7 +1442,10 @@ mod tests {
         let mut cpus = vec![SugovCpu::default(); 2];
         let utils = [CpuUtil::cfs(300, 512), CpuUtil::cfs(400, 1024)];
         // 4_875_000 × 300 / 512 = 2_856_445 -> 2.9 GHz.
-        assert_eq!(next_freq_shared(&mut pol, &mut cpus, &utils, 1, &e, 10 * MS), 2_900_000);
+        assert_eq!(
+            next_freq_shared(&mut pol, &mut cpus, &utils, 1, &e, 10 * MS),
+            2_900_000
+        );
     }
 
     #[test]
@@ -1249,24 +1473,64 @@ mod tests {
         let mut pol = start(5_000, (6, 8));
         let mut cpu = SugovCpu::default();
         let r = update_single_perf(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1);
-        assert_eq!(r, Some(SugovRequest::Perf { min_perf: 100, target_perf: 500, capacity: 1024 }));
+        assert_eq!(
+            r,
+            Some(SugovRequest::Perf {
+                min_perf: 100,
+                target_perf: 500,
+                capacity: 1024
+            })
+        );
         assert_eq!(pol.last_freq_update_time, 10 * MS);
         // Rate-limited 1 ms later.
-        assert_eq!(update_single_perf(&mut pol, &mut cpu, &e, 11 * MS, 0, &u, 2), None);
+        assert_eq!(
+            update_single_perf(&mut pol, &mut cpu, &e, 11 * MS, 0, &u, 2),
+            None
+        );
         // v5.15: util 500 (400 + DL bandwidth), min/target through map_util_perf: 125, 625.
         let e = env(&t, (5, 15), true, 800_000);
         let mut pol = start(5_000, (5, 15));
         let mut cpu = SugovCpu::default();
         let r = update_single_perf(&mut pol, &mut cpu, &e, 10 * MS, 0, &u, 1);
-        assert_eq!(r, Some(SugovRequest::Perf { min_perf: 125, target_perf: 625, capacity: 1024 }));
+        assert_eq!(
+            r,
+            Some(SugovRequest::Perf {
+                min_perf: 125,
+                target_perf: 625,
+                capacity: 1024
+            })
+        );
         // Busy and lower util: the previous target is kept.
-        let r = update_single_perf(&mut pol, &mut cpu, &e, 20 * MS, 0, &CpuUtil::cfs(100, 1024), 1);
-        assert_eq!(r, Some(SugovRequest::Perf { min_perf: 0, target_perf: 625, capacity: 1024 }));
+        let r = update_single_perf(
+            &mut pol,
+            &mut cpu,
+            &e,
+            20 * MS,
+            0,
+            &CpuUtil::cfs(100, 1024),
+            1,
+        );
+        assert_eq!(
+            r,
+            Some(SugovRequest::Perf {
+                min_perf: 0,
+                target_perf: 625,
+                capacity: 1024
+            })
+        );
         // Not invariant: the frequency path.
         let e = env(&t, (6, 8), false, 2_000_000);
         let mut pol = start(5_000, (6, 8));
         let mut cpu = SugovCpu::default();
-        let r = update_single_perf(&mut pol, &mut cpu, &e, 10 * MS, 0, &CpuUtil::cfs(400, 1024), 1);
+        let r = update_single_perf(
+            &mut pol,
+            &mut cpu,
+            &e,
+            10 * MS,
+            0,
+            &CpuUtil::cfs(400, 1024),
+            1,
+        );
         // 2_500_000 × 500 / 1024 = 1_220_703 -> 1.3 GHz.
         assert_eq!(r, Some(SugovRequest::Freq(1_300_000)));
     }
@@ -1287,7 +1551,10 @@ mod tests {
         let p = SugovPolicy::start(SugovTunables { rate_limit_us: 500 }, (6, 1), true);
         assert_eq!(p.freq_update_delay_ns, 500_000);
         assert!(p.need_freq_update);
-        assert!(!SugovPolicy::start(SugovTunables { rate_limit_us: 500 }, (5, 4), true).need_freq_update);
+        assert!(
+            !SugovPolicy::start(SugovTunables { rate_limit_us: 500 }, (5, 4), true)
+                .need_freq_update
+        );
         let mut p = p;
         p.set_rate_limit_us(2_000);
         assert_eq!(p.freq_update_delay_ns, 2_000_000);
