@@ -9,9 +9,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::config::{IdleStateSpec, SimConfig};
-use crate::cpufreq::Governor;
 use crate::hw::freq::{Counters, FreqDomain};
-use crate::hw::hwp::{HwpRequest, HwpState};
+use crate::hw::hwp::HwpState;
 use crate::hw::state::HwState;
 use crate::hw::topology::Topology;
 use crate::sched::domain::{build_sched_domains, SchedDomain};
@@ -110,7 +109,7 @@ pub struct Sim {
     pub topo: Topology,
     pub domains: Vec<Vec<SchedDomain>>,
     pub fds: Vec<FreqDomain>,
-    pub governor: Governor,
+    pub cpufreq: crate::cpufreq::gov::CpufreqState,
     pub counters: Vec<Counters>,
     pub rqs: Vec<Rq>,
     pub tasks: Vec<Task>,
@@ -160,9 +159,16 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Result<Sim, String> {
         cfg.validate()?;
         let prof = KernelProfile::from_spec(&cfg.kernel)?;
-        let governor = Governor::parse(&cfg.cpufreq.governor)?;
-        crate::cpufreq::parse_invariance(&cfg.cpufreq.invariance)?;
-        let cpufreq_setup = crate::cpufreq::CpufreqSetup::new(&cfg)?;
+        let cpufreq = crate::cpufreq::gov::CpufreqState::new(&cfg, prof.version, prof.tick_ns())?;
+        let hwp = cpufreq
+            .hwp
+            .then(|| {
+                cfg.machine
+                    .hwp
+                    .clone()
+                    .map(|s| HwpState::new(s, cfg.machine.cpus.len()))
+            })
+            .flatten();
         let topo = Topology::new(&cfg.machine);
         let n = topo.nr_cpus();
         let tun = Tunables::new(&prof, n, &cfg.tunables)?;
@@ -270,7 +276,7 @@ impl Sim {
             tun,
             domains,
             fds,
-            governor,
+            cpufreq,
             counters: vec![Counters::default(); n],
             rqs,
             tasks: Vec::new(),
@@ -288,10 +294,7 @@ impl Sim {
             idle_govs,
             cpu_timers: vec![BinaryHeap::new(); n],
             hw: HwState::new(ncores, npkg, n, pkg_max_khz),
-            hwp: cpufreq_setup
-                .hwp
-                .then(|| cfg.machine.hwp.clone().map(|s| HwpState::new(s, n)))
-                .flatten(),
+            hwp,
             llc_has_idle_cores: vec![true; nllc],
             llc_nr_idle_scan: topo.llc_cpus.iter().map(|l| l.len() as u32).collect(),
             nohz_next_balance: 0,
@@ -310,8 +313,12 @@ impl Sim {
             topo,
             cfg,
         };
-        sim.init_cpufreq();
+        for c in 0..sim.topo.nr_cpus() {
+            let fd = sim.topo.cpus[c].freq_domain;
+            sim.hw.cpu_req_khz[c] = sim.fds[fd].base_khz;
+        }
         sim.init_idle();
+        sim.init_cpufreq()?;
         sim.spawn_initial_tasks()?;
         if let Some(end) = sim.end_time {
             sim.events.schedule(end, Ev::End);
@@ -321,47 +328,6 @@ impl Sim {
             sim.events.schedule(t, Ev::Sample);
         }
         Ok(sim)
-    }
-
-    /// Initial frequency requests. The fixed-frequency governors set every CPU's request once;
-    /// under intel_pstate with HWP the OS writes HWP_REQUEST and the hardware chooses
-    /// (`performance`: min = max = highest, EPP 0; `powersave`: the full range, default EPP).
-    fn init_cpufreq(&mut self) {
-        for i in 0..self.fds.len() {
-            let f = match self.governor {
-                Governor::Performance => self.fds[i].policy_max_khz,
-                Governor::Powersave => self.fds[i].policy_min_khz,
-            };
-            self.fds[i].requested_khz = f;
-            self.fds[i].delivered_khz = self.fds[i].deliver(f, 0);
-            for c in self.fds[i].cpus.clone() {
-                self.hw.cpu_req_khz[c] = f;
-                if self.trace.is_some() {
-                    self.trace_event(c, Payload::CpuFrequency { khz: f, cpu: c });
-                }
-            }
-        }
-        if let Some(h) = &self.hwp {
-            let s = &h.spec;
-            let req = match self.governor {
-                Governor::Performance => HwpRequest {
-                    min_khz: s.highest_khz,
-                    max_khz: s.highest_khz,
-                    desired_khz: 0,
-                    epp: 0,
-                },
-                Governor::Powersave => HwpRequest {
-                    min_khz: s.lowest_khz,
-                    max_khz: s.highest_khz,
-                    desired_khz: 0,
-                    epp: s.default_epp,
-                },
-            };
-            for c in 0..self.topo.nr_cpus() {
-                self.write_hwp_request(c, req);
-            }
-            self.start_hwp();
-        }
     }
 
     /// Every CPU starts idle in its deepest state with no timer pending.

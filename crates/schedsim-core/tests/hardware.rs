@@ -233,15 +233,21 @@ fn hwp_picks_frequencies_from_busy_time_and_epp() {
         / sim.counters.iter().map(|c| c.mperf).sum::<f64>()
         * 3500.0;
     assert!((f - 3900.0).abs() < 1.0, "HWP performance busy MHz {f:.0}");
-    // no_hwp turns HWP off; intel_pstate's own powersave algorithm is then required
-    let mut cfg = config(hwp_machine(), json!({"name": "periodic"}), "6.12", 10.0);
+    // no_hwp turns HWP off: intel_pstate's own load algorithm (1.25 × turbo × busy) decides
+    let w = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 10, "duty_pct": 20}});
+    let mut cfg = config(hwp_machine(), w, "6.12", 500.0);
     cfg.cpufreq.driver = Some("intel_pstate".into());
     cfg.cpufreq.governor = "powersave".into();
     cfg.tunables.insert("intel_pstate.no_hwp".into(), json!(1));
-    assert!(schedsim_core::Sim::new(cfg)
-        .err()
-        .unwrap()
-        .contains("not modelled yet"));
+    let sim = run(cfg);
+    assert!(sim.hwp.is_none());
+    let f = sim.counters.iter().map(|c| c.aperf).sum::<f64>()
+        / sim.counters.iter().map(|c| c.mperf).sum::<f64>()
+        * 3500.0;
+    assert!(
+        f > 800.0 && f < 3900.0,
+        "intel_pstate powersave busy MHz {f:.0}"
+    );
 }
 
 #[test]

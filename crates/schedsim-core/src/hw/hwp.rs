@@ -76,10 +76,25 @@ impl Sim {
         }
     }
 
-    /// The OS writes `HWP_REQUEST` of `cpu`.
+    /// The OS writes `HWP_REQUEST` of `cpu`. The hardware honours new limits at once (a
+    /// frequency outside [min, max] moves to the nearest limit); the autonomous choice within
+    /// them waits for the next evaluation.
     pub fn write_hwp_request(&mut self, cpu: usize, req: HwpRequest) {
-        if let Some(h) = self.hwp.as_mut() {
-            h.req[cpu] = req;
+        let Some(h) = self.hwp.as_mut() else {
+            return;
+        };
+        h.req[cpu] = req;
+        let cur = self.hw.cpu_req_khz[cpu];
+        let want = if req.desired_khz > 0 {
+            req.desired_khz
+        } else {
+            cur
+        };
+        let clamped = want.clamp(req.min_khz, req.max_khz.max(req.min_khz));
+        if clamped != cur {
+            let fd = self.topo.cpus[cpu].freq_domain;
+            let khz = self.fds[fd].opp_at_or_above(clamped).khz;
+            self.set_cpu_request(cpu, khz);
         }
     }
 

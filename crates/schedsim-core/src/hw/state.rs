@@ -137,6 +137,9 @@ impl Sim {
             rq.busy_ns += dt;
         } else {
             rq.idle_ns += dt;
+            if rq.nr_iowait > 0 {
+                rq.iowait_ns += dt;
+            }
             if let Some(s) = rq.idle_state {
                 rq.idle_state_ns[s] += dt;
             }

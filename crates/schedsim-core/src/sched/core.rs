@@ -584,6 +584,7 @@ impl Sim {
     /// The idle task runs: resync the PELT clock, stop the tick (NOHZ idle), pick an idle state.
     fn enter_idle(&mut self, cpu: usize) {
         self.update_idle_rq_clock_pelt(cpu);
+        self.rqs[cpu].idle_calls += 1;
         self.idle_select_state(cpu);
         self.rqs[cpu].idle_stamp = self.now;
         let llc = self.topo.cpus[cpu].llc;
@@ -719,6 +720,7 @@ impl Sim {
             }
             return;
         };
+        self.arch_scale_freq_tick(cpu);
         self.update_rq_clock(cpu);
         if self.is_rt(curr) {
             self.task_tick_rt(cpu, curr);

@@ -78,11 +78,6 @@ impl Sim {
         }
     }
 
-    /// `arch_scale_freq_capacity()`: 1024 until frequency invariance lands.
-    pub fn freq_scale(&self, _cpu: usize) -> u64 {
-        1024
-    }
-
     /// `update_idle_rq_clock_pelt()`: on entering idle, count the time a saturated CPU's scaled
     /// clock fell behind as lost, then resync.
     pub fn update_idle_rq_clock_pelt(&mut self, cpu: usize) {
@@ -167,10 +162,6 @@ impl Sim {
             self.cpufreq_update_util(cpu, 0);
         }
     }
-
-    /// The scheduler's hook into cpufreq (`cpufreq_update_util`). The fixed-frequency governors
-    /// ignore it; the dynamic governors act here.
-    pub fn cpufreq_update_util(&mut self, _cpu: usize, _flags: u32) {}
 
     /// `task_util(p)`.
     pub fn task_util(&self, t: TaskId) -> u64 {

@@ -44,14 +44,14 @@ impl Tunables {
     ) -> Result<Self, String> {
         let mut scaling = 1u64;
         for (k, v) in overrides {
-            if crate::cpufreq::CPUFREQ_TUNABLES.contains(&k.as_str()) {
+            if crate::cpufreq::gov::CPUFREQ_TUNABLES.contains(&k.as_str()) {
                 continue;
             }
             if !TUNABLE_NAMES.contains(&k.as_str()) {
                 return Err(format!(
                     "unknown tunable '{k}'; known tunables: {}, {}",
                     TUNABLE_NAMES.join(", "),
-                    crate::cpufreq::CPUFREQ_TUNABLES.join(", ")
+                    crate::cpufreq::gov::CPUFREQ_TUNABLES.join(", ")
                 ));
             }
             if k == "sched_tunable_scaling" {

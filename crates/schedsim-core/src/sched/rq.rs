@@ -82,6 +82,10 @@ pub struct Rq {
     pub has_blocked_load: bool,
     /// Tasks that blocked in iowait on this CPU (`nr_iowait_cpu`).
     pub nr_iowait: u32,
+    /// Idle time while some task waited for IO here (`iowait_sleeptime`).
+    pub iowait_ns: u64,
+    /// Idle entries (`tick_nohz_get_idle_calls_cpu`).
+    pub idle_calls: u64,
     /// Work for the stopper thread, done at the next `schedule()` of this CPU.
     pub stopper: Option<Stopper>,
     /// Statistics.
@@ -123,6 +127,8 @@ impl Rq {
             cpu_capacity: capacity,
             has_blocked_load: false,
             nr_iowait: 0,
+            iowait_ns: 0,
+            idle_calls: 0,
             stopper: None,
             busy_ns: 0,
             idle_ns: 0,

@@ -1,0 +1,708 @@
+//! cpufreq policies in the simulator: which CPUs share a policy, the driver and governor
+//! running it, the scheduler's `cpufreq_update_util` callback dispatching to the governor, the
+//! frequency-invariance scale PELT reads, and the cpufreq tunables (sysfs / boot-parameter
+//! names). The decisions themselves are in [`super::schedutil`], [`super::dbs`],
+//! [`super::intel_pstate`] and [`super::invariance`]; this module feeds them the simulator's
+//! state and applies their answers (spec/kernel.md §2–§5).
+//!
+//! Policies: one per CPU on x86 (intel_pstate, intel_cpufreq, acpi-cpufreq); one per frequency
+//! domain on Arm, or per CPU with `cpufreq.policy_per_cpu = 1` (as faked in seed 002). Remote
+//! callbacks follow `cpufreq_this_cpu_can_update()`: only a CPU of the policy may update it,
+//! except on the Arm drivers, which may update from any CPU. The slow path (a kthread on
+//! drivers without fast switch) is modelled as the domain's transition latency.
+
+use std::collections::BTreeMap;
+
+use super::dbs::{Conservative, CpuIdleSample, DbsTunables, Ondemand};
+use super::intel_pstate::{
+    self as ip, HwpBoost, IntelPstateCpu, PerfCounters, PerfLimits, PstateData, PstateEnv,
+};
+use super::invariance::{self, ArchFreqScale, Invariance};
+use super::policy::{transition_delay_us, PolicyView};
+use super::schedutil::{self as su, CpuUtil, SugovCpu, SugovEnv, SugovPolicy, SugovTunables};
+use crate::config::SimConfig;
+use crate::engine::Sim;
+use crate::hw::hwp::HwpRequest;
+
+/// The governor of a policy and its state.
+#[derive(Clone, Debug)]
+pub enum GovState {
+    /// performance / powersave: set once.
+    Fixed,
+    Schedutil {
+        pol: SugovPolicy,
+        cpus: Vec<SugovCpu>,
+    },
+    Ondemand(Box<Ondemand>),
+    Conservative(Box<Conservative>),
+    /// intel_pstate active mode without HWP, `powersave`: the load algorithm.
+    Pstate(Box<IntelPstateCpu>),
+    /// intel_pstate active mode with HWP: the hardware decides; optional dynamic boost.
+    Hwp {
+        boost: Option<HwpBoost>,
+    },
+}
+
+/// One cpufreq policy.
+#[derive(Clone, Debug)]
+pub struct CpufreqPolicy {
+    pub cpus: Vec<usize>,
+    pub fd: usize,
+    pub table_khz: Vec<u64>,
+    pub min_khz: u64,
+    pub max_khz: u64,
+    pub cpuinfo_min_khz: u64,
+    pub cpuinfo_max_khz: u64,
+    /// `policy->cur`.
+    pub cur_khz: u64,
+    pub gov: GovState,
+}
+
+impl CpufreqPolicy {
+    pub fn view(&self) -> PolicyView<'_> {
+        PolicyView {
+            table_khz: &self.table_khz,
+            min_khz: self.min_khz,
+            max_khz: self.max_khz,
+            cpuinfo_min_khz: self.cpuinfo_min_khz,
+            cpuinfo_max_khz: self.cpuinfo_max_khz,
+            cur_khz: self.cur_khz,
+        }
+    }
+}
+
+/// Governors by name.
+pub const GOVERNORS: &[&str] = &[
+    "performance",
+    "powersave",
+    "schedutil",
+    "ondemand",
+    "conservative",
+];
+
+/// cpufreq tunables: every key is checked here; values go to the governors.
+#[derive(Clone, Debug, Default)]
+pub struct CpufreqTunables {
+    pub rate_limit_us: Option<u64>,
+    pub no_hwp: bool,
+    pub hwp_dynamic_boost: bool,
+    pub policy_per_cpu: bool,
+    pub scaling_min_freq: Option<u64>,
+    pub scaling_max_freq: Option<u64>,
+    pub dbs: BTreeMap<String, u64>,
+}
+
+/// Every cpufreq/cpuidle tunable name accepted in `tunables`.
+pub const CPUFREQ_TUNABLES: &[&str] = &[
+    "schedutil.rate_limit_us",
+    "ondemand.sampling_rate",
+    "ondemand.up_threshold",
+    "ondemand.sampling_down_factor",
+    "ondemand.powersave_bias",
+    "ondemand.io_is_busy",
+    "ondemand.ignore_nice_load",
+    "conservative.sampling_rate",
+    "conservative.up_threshold",
+    "conservative.down_threshold",
+    "conservative.freq_step",
+    "conservative.sampling_down_factor",
+    "intel_pstate.no_hwp",
+    "intel_pstate.hwp_dynamic_boost",
+    "cpufreq.policy_per_cpu",
+    "scaling_min_freq",
+    "scaling_max_freq",
+    "cpuidle.governor",
+];
+
+fn uint(key: &str, v: &serde_json::Value) -> Result<u64, String> {
+    v.as_u64()
+        .or_else(|| v.as_bool().map(u64::from))
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+        .ok_or_else(|| format!("tunable {key} = {v}: expected a non-negative integer"))
+}
+
+fn flag(key: &str, v: &serde_json::Value) -> Result<bool, String> {
+    match uint(key, v)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        n => Err(format!("tunable {key} = {n}: allowed 0 or 1")),
+    }
+}
+
+impl CpufreqTunables {
+    pub fn parse(t: &BTreeMap<String, serde_json::Value>) -> Result<Self, String> {
+        let mut out = CpufreqTunables::default();
+        for (k, v) in t {
+            match k.as_str() {
+                "schedutil.rate_limit_us" => out.rate_limit_us = Some(uint(k, v)?),
+                "intel_pstate.no_hwp" => out.no_hwp = flag(k, v)?,
+                "intel_pstate.hwp_dynamic_boost" => out.hwp_dynamic_boost = flag(k, v)?,
+                "cpufreq.policy_per_cpu" => out.policy_per_cpu = flag(k, v)?,
+                "scaling_min_freq" => out.scaling_min_freq = Some(uint(k, v)?),
+                "scaling_max_freq" => out.scaling_max_freq = Some(uint(k, v)?),
+                _ if k.starts_with("ondemand.") || k.starts_with("conservative.") => {
+                    if !CPUFREQ_TUNABLES.contains(&k.as_str()) {
+                        return Err(format!(
+                            "unknown tunable '{k}'; known cpufreq tunables: {}",
+                            CPUFREQ_TUNABLES.join(", ")
+                        ));
+                    }
+                    out.dbs.insert(k.clone(), uint(k, v)?);
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Drivers whose policies may be updated from any CPU (`dvfs_possible_from_any_cpu`).
+fn dvfs_from_any_cpu(driver: &str) -> bool {
+    matches!(driver, "cpufreq-dt" | "qcom-cpufreq-hw" | "scmi")
+}
+
+/// The cpufreq set-up of a run.
+#[derive(Clone, Debug)]
+pub struct CpufreqState {
+    pub driver: String,
+    pub governor: String,
+    pub invariance: Invariance,
+    pub tun: CpufreqTunables,
+    pub policies: Vec<CpufreqPolicy>,
+    pub cpu_policy: Vec<usize>,
+    /// `arch_freq_scale` per CPU (1024 = no scaling).
+    pub freq_scale: Vec<u64>,
+    /// x86 APERF/MPERF invariance state per CPU and the counters at the previous tick.
+    pub arch: Vec<ArchFreqScale>,
+    pub prev_counters: Vec<(u64, u64)>,
+    /// Whether `arch_scale_freq_invariant()` holds.
+    pub invariant: bool,
+    /// Whether intel_pstate/intel_cpufreq drive HWP.
+    pub hwp: bool,
+    pub dbs_tun: DbsTunables,
+    pub transition_delay_us: u64,
+}
+
+impl CpufreqState {
+    /// Check the driver, governor, invariance and tunables against the machine and version.
+    pub fn new(cfg: &SimConfig, version: (u32, u32), tick_ns: u64) -> Result<Self, String> {
+        let m = &cfg.machine;
+        let driver = cfg.cpufreq.driver.clone().unwrap_or_default();
+        if !driver.is_empty() && !super::DRIVERS.contains(&driver.as_str()) {
+            return Err(format!(
+                "cpufreq.driver = '{driver}': allowed drivers are {}",
+                super::DRIVERS.join(", ")
+            ));
+        }
+        let governor = cfg.cpufreq.governor.clone();
+        if !GOVERNORS.contains(&governor.as_str()) {
+            return Err(format!(
+                "cpufreq.governor = '{governor}': allowed governors are {}",
+                GOVERNORS.join(", ")
+            ));
+        }
+        if driver == "intel_pstate" && !matches!(governor.as_str(), "performance" | "powersave") {
+            return Err(format!(
+                "cpufreq.governor = '{governor}': intel_pstate in active mode offers performance and powersave; use intel_cpufreq (passive) for the generic governors"
+            ));
+        }
+        let tun = CpufreqTunables::parse(&cfg.tunables)?;
+        let invariance = Invariance::parse(&cfg.cpufreq.invariance)?;
+        if matches!(invariance, Invariance::Cpufreq) && m.arch == "x86" {
+            return Err("cpufreq.invariance = 'cpufreq' is Arm's cpufreq-based scale; x86 uses none, turbo:N, base, max or amd-midpoint".into());
+        }
+        if invariance.uses_aperf_mperf() && m.arch != "x86" {
+            return Err(format!(
+                "cpufreq.invariance = '{}' uses x86 APERF/MPERF; on {} use none or cpufreq",
+                cfg.cpufreq.invariance, m.arch
+            ));
+        }
+        // Before v5.9 passive mode implied no_hwp.
+        let passive_hwp_ok = driver != "intel_cpufreq" || version >= (5, 9);
+        let hwp = matches!(driver.as_str(), "intel_pstate" | "intel_cpufreq")
+            && m.hwp.is_some()
+            && !tun.no_hwp
+            && passive_hwp_ok;
+        let n = m.cpus.len();
+        let fd0 = &m.freq_domains[0];
+        let delay_driver = match driver.as_str() {
+            "intel_cpufreq" => Some(if hwp {
+                ip::INTEL_CPUFREQ_TRANSITION_DELAY_HWP_US
+            } else {
+                ip::INTEL_CPUFREQ_TRANSITION_DELAY_US
+            }),
+            _ => None,
+        };
+        let delay = transition_delay_us(version, delay_driver, fd0.transition_latency_ns);
+        let mut dbs_tun = if governor == "conservative" {
+            DbsTunables::conservative(delay, tick_ns)
+        } else {
+            DbsTunables::ondemand(delay, tick_ns, true, m.arch == "x86")
+        };
+        for (k, v) in &tun.dbs {
+            let name = k.split('.').nth(1).unwrap_or("");
+            let v32 = u32::try_from(*v).map_err(|_| format!("tunable {k} = {v}: too large"))?;
+            match name {
+                "sampling_rate" => dbs_tun.sampling_rate_us = v32,
+                "up_threshold" => dbs_tun.up_threshold = v32,
+                "sampling_down_factor" => dbs_tun.sampling_down_factor = v32,
+                "powersave_bias" => dbs_tun.powersave_bias = v32,
+                "io_is_busy" => dbs_tun.io_is_busy = *v != 0,
+                "ignore_nice_load" => dbs_tun.ignore_nice_load = *v != 0,
+                "down_threshold" => dbs_tun.down_threshold = v32,
+                "freq_step" => dbs_tun.freq_step = v32,
+                _ => {}
+            }
+        }
+        match governor.as_str() {
+            "ondemand" => dbs_tun.check_ondemand(tick_ns)?,
+            "conservative" => dbs_tun.check_conservative(tick_ns)?,
+            _ => {}
+        }
+        Ok(CpufreqState {
+            driver,
+            governor,
+            invariance,
+            policies: Vec::new(),
+            cpu_policy: vec![0; n],
+            freq_scale: vec![1024; n],
+            arch: Vec::new(),
+            prev_counters: vec![(0, 0); n],
+            invariant: false,
+            hwp,
+            dbs_tun,
+            transition_delay_us: delay,
+            tun,
+        })
+    }
+}
+
+impl Sim {
+    /// Build the policies and start their governors.
+    pub fn init_cpufreq(&mut self) -> Result<(), String> {
+        let n = self.topo.nr_cpus();
+        let per_cpu = self.cpufreq.tun.policy_per_cpu || self.cfg.machine.arch == "x86";
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        if per_cpu {
+            groups = (0..n).map(|c| vec![c]).collect();
+        } else {
+            for fd in &self.fds {
+                groups.push(fd.cpus.clone());
+            }
+        }
+        for (i, cpus) in groups.into_iter().enumerate() {
+            let fd = self.topo.cpus[cpus[0]].freq_domain;
+            let d = &self.fds[fd];
+            let table: Vec<u64> = d.opps.iter().map(|o| o.khz).collect();
+            let (cmin, cmax) = (d.cpuinfo_min_khz(), d.cpuinfo_max_khz());
+            let min = self
+                .cpufreq
+                .tun
+                .scaling_min_freq
+                .unwrap_or(cmin)
+                .clamp(cmin, cmax);
+            let max = self
+                .cpufreq
+                .tun
+                .scaling_max_freq
+                .unwrap_or(cmax)
+                .clamp(min, cmax);
+            for &c in &cpus {
+                self.cpufreq.cpu_policy[c] = i;
+            }
+            self.cpufreq.policies.push(CpufreqPolicy {
+                cpus,
+                fd,
+                table_khz: table,
+                min_khz: min,
+                max_khz: max,
+                cpuinfo_min_khz: cmin,
+                cpuinfo_max_khz: cmax,
+                cur_khz: d.base_khz.clamp(min, max),
+                gov: GovState::Fixed,
+            });
+        }
+        self.init_invariance();
+        let version = self.prof.version;
+        for p in 0..self.cpufreq.policies.len() {
+            let gov = self.start_governor(p, version)?;
+            self.cpufreq.policies[p].gov = gov;
+            let f = self.cpufreq.policies[p].cur_khz;
+            self.policy_apply(p, f);
+        }
+        if self.cpufreq.hwp && self.cpufreq.driver == "intel_pstate" {
+            self.start_hwp();
+        }
+        Ok(())
+    }
+
+    fn init_invariance(&mut self) {
+        let n = self.topo.nr_cpus();
+        let inv = self.cpufreq.invariance;
+        if inv.uses_aperf_mperf() {
+            let d = &self.fds[0];
+            // AMD CPPC perf levels in proportion to the boost and nominal frequencies
+            let amd = invariance::AmdPerf {
+                highest_perf: (d.cpuinfo_max_khz() / 10_000).max(1),
+                nominal_perf: (d.base_khz / 10_000).max(1),
+            };
+            let ratio = invariance::x86_max_freq_ratio(
+                inv,
+                d.base_khz,
+                &d.turbo_khz,
+                d.cpuinfo_max_khz(),
+                amd,
+            );
+            self.cpufreq.arch = vec![ArchFreqScale::new(ratio); n];
+            self.cpufreq.invariant = ratio.is_some();
+        } else {
+            self.cpufreq.invariant = matches!(inv, Invariance::Cpufreq);
+        }
+    }
+
+    fn cpu_idle_sample(&mut self, cpu: usize) -> CpuIdleSample {
+        self.sync_cpu(cpu);
+        let rq = &self.rqs[cpu];
+        CpuIdleSample {
+            idle_ns: rq.idle_ns - rq.iowait_ns,
+            iowait_ns: rq.iowait_ns,
+            nice_ns: 0,
+            now_ns: self.now,
+        }
+    }
+
+    fn perf_counters(&mut self, cpu: usize) -> PerfCounters {
+        self.sync_cpu(cpu);
+        let c = &self.counters[cpu];
+        PerfCounters {
+            aperf: c.aperf as u64,
+            mperf: c.mperf as u64,
+            tsc: c.tsc as u64,
+        }
+    }
+
+    fn pstate_data(&self, p: usize) -> PstateData {
+        let d = &self.fds[self.cpufreq.policies[p].fd];
+        PstateData::from_khz(d.cpuinfo_min_khz(), d.base_khz, d.cpuinfo_max_khz())
+    }
+
+    fn start_governor(&mut self, p: usize, version: (u32, u32)) -> Result<GovState, String> {
+        let gov = self.cpufreq.governor.clone();
+        let pol = &self.cpufreq.policies[p];
+        let (min, max) = (pol.min_khz, pol.max_khz);
+        Ok(match gov.as_str() {
+            "performance" if self.cpufreq.hwp && self.cpufreq.driver == "intel_pstate" => {
+                self.set_policy_hwp(p, max, max, 0);
+                self.cpufreq.policies[p].cur_khz = max;
+                GovState::Hwp { boost: None }
+            }
+            "powersave" if self.cpufreq.hwp && self.cpufreq.driver == "intel_pstate" => {
+                let epp = self
+                    .cfg
+                    .machine
+                    .hwp
+                    .as_ref()
+                    .map_or(0x80, |h| h.default_epp);
+                self.set_policy_hwp(p, min, max, epp);
+                let boost = self.cpufreq.tun.hwp_dynamic_boost.then(HwpBoost::default);
+                GovState::Hwp { boost }
+            }
+            "powersave" if self.cpufreq.driver == "intel_pstate" => {
+                let cpu = self.cpufreq.policies[p].cpus[0];
+                let counters = self.perf_counters(cpu);
+                let pd = self.pstate_data(p);
+                self.cpufreq.policies[p].cur_khz = pd.min_pstate as u64 * pd.scaling_khz;
+                GovState::Pstate(Box::new(IntelPstateCpu::new(pd.min_pstate, counters)))
+            }
+            "performance" => {
+                self.cpufreq.policies[p].cur_khz = max;
+                GovState::Fixed
+            }
+            "powersave" => {
+                self.cpufreq.policies[p].cur_khz = min;
+                GovState::Fixed
+            }
+            "schedutil" => {
+                let rate = self
+                    .cpufreq
+                    .tun
+                    .rate_limit_us
+                    .unwrap_or(self.cpufreq.transition_delay_us);
+                let need = self.cpufreq.driver == "intel_cpufreq";
+                let ncpus = self.cpufreq.policies[p].cpus.len();
+                GovState::Schedutil {
+                    pol: SugovPolicy::start(
+                        SugovTunables {
+                            rate_limit_us: rate,
+                        },
+                        version,
+                        need,
+                    ),
+                    cpus: vec![SugovCpu::default(); ncpus],
+                }
+            }
+            "ondemand" | "conservative" => {
+                let cpus = self.cpufreq.policies[p].cpus.clone();
+                let samples: Vec<CpuIdleSample> =
+                    cpus.iter().map(|&c| self.cpu_idle_sample(c)).collect();
+                let tun = self.cpufreq.dbs_tun;
+                if gov == "ondemand" {
+                    GovState::Ondemand(Box::new(Ondemand::start(&samples, &tun)))
+                } else {
+                    let cur = self.cpufreq.policies[p].cur_khz;
+                    GovState::Conservative(Box::new(Conservative::start(&samples, &tun, cur)))
+                }
+            }
+            _ => unreachable!("governor names are checked"),
+        })
+    }
+
+    fn set_policy_hwp(&mut self, p: usize, min: u64, max: u64, epp: u8) {
+        for c in self.cpufreq.policies[p].cpus.clone() {
+            self.write_hwp_request(
+                c,
+                HwpRequest {
+                    min_khz: min,
+                    max_khz: max,
+                    desired_khz: 0,
+                    epp,
+                },
+            );
+        }
+    }
+
+    /// Apply a policy frequency (`policy->cur` and the driver's request; the Arm scale).
+    pub fn policy_apply(&mut self, p: usize, khz: u64) {
+        self.cpufreq.policies[p].cur_khz = khz;
+        if matches!(self.cpufreq.policies[p].gov, GovState::Hwp { .. }) {
+            return;
+        }
+        let max = self.cpufreq.policies[p].cpuinfo_max_khz;
+        let passive_hwp = self.cpufreq.hwp && self.cpufreq.driver == "intel_cpufreq";
+        for c in self.cpufreq.policies[p].cpus.clone() {
+            if passive_hwp {
+                // passive mode with HWP: the target becomes the HWP floor and desired level
+                let pmax = self.cpufreq.policies[p].max_khz;
+                let epp = self
+                    .cfg
+                    .machine
+                    .hwp
+                    .as_ref()
+                    .map_or(0x80, |h| h.default_epp);
+                self.write_hwp_request(
+                    c,
+                    HwpRequest {
+                        min_khz: khz,
+                        max_khz: pmax,
+                        desired_khz: khz,
+                        epp,
+                    },
+                );
+            }
+            if matches!(self.cpufreq.invariance, Invariance::Cpufreq) {
+                self.cpufreq.freq_scale[c] = invariance::cpufreq_freq_scale(khz, max);
+            }
+            self.set_cpu_request(c, khz);
+        }
+    }
+
+    /// `arch_scale_freq_capacity()`.
+    pub fn freq_scale(&self, cpu: usize) -> u64 {
+        self.cpufreq.freq_scale[cpu]
+    }
+
+    /// `arch_scale_freq_tick()`: at the start of a CPU's tick, the x86 scale from APERF/MPERF.
+    pub fn arch_scale_freq_tick(&mut self, cpu: usize) {
+        if self.cpufreq.arch.is_empty() {
+            return;
+        }
+        self.sync_cpu(cpu);
+        let (a, m) = (
+            self.counters[cpu].aperf as u64,
+            self.counters[cpu].mperf as u64,
+        );
+        let (pa, pm) = self.cpufreq.prev_counters[cpu];
+        self.cpufreq.prev_counters[cpu] = (a, m);
+        let version = self.prof.version;
+        let scale = self.cpufreq.arch[cpu].tick(a - pa, m - pm, version);
+        if self.cpufreq.arch[cpu].last == invariance::TickOutcome::WentWobbly {
+            invariance::disable_freq_invariance(&mut self.cpufreq.arch, version);
+            self.cpufreq.invariant = false;
+            for c in 0..self.cpufreq.arch.len() {
+                self.cpufreq.freq_scale[c] = self.cpufreq.arch[c].scale;
+            }
+            return;
+        }
+        self.cpufreq.freq_scale[cpu] = scale;
+    }
+
+    fn cpu_util_for_freq(&self, cpu: usize) -> CpuUtil {
+        CpuUtil {
+            util_cfs: self.cpu_util(cpu, None, None, self.prof.runnable_boost),
+            util_rt: self.cpu_util_rt(cpu),
+            util_dl: 0,
+            bw_dl: 0,
+            irq: 0,
+            rt_runnable: self.rt_runnable(cpu),
+            uclamp: None,
+            capacity: self.topo.cpus[cpu].capacity_orig,
+        }
+    }
+
+    /// `cpufreq_update_util(rq, flags)`: the scheduler's callback, run on `self.this_cpu`.
+    pub fn cpufreq_update_util(&mut self, cpu: usize, flags: u32) {
+        let p = self.cpufreq.cpu_policy[cpu];
+        let this = self.this_cpu;
+        let local = self.cpufreq.policies[p].cpus.contains(&this);
+        let version = self.prof.version;
+        let now = self.now;
+        let tick_ns = self.prof.tick_ns();
+        match &self.cpufreq.policies[p].gov {
+            GovState::Fixed => {}
+            GovState::Schedutil { .. } => {
+                if !local && !dvfs_from_any_cpu(&self.cpufreq.driver) {
+                    return;
+                }
+                self.sugov_update(p, cpu, flags);
+            }
+            GovState::Ondemand(_) | GovState::Conservative(_) => self.dbs_update_util(p, now),
+            GovState::Pstate(_) => {
+                if !local || this != cpu {
+                    return;
+                }
+                let counters = self.perf_counters(cpu);
+                let pstate = self.pstate_data(p);
+                let pol = &self.cpufreq.policies[p];
+                let limits = PerfLimits {
+                    min_perf_ratio: (pol.min_khz / pstate.scaling_khz) as i32,
+                    max_perf_ratio: (pol.max_khz / pstate.scaling_khz) as i32,
+                };
+                let env = PstateEnv {
+                    version,
+                    pstate,
+                    limits,
+                    no_turbo: false,
+                    tick_ns,
+                    aperf_mperf_shift: 0,
+                };
+                let GovState::Pstate(st) = &mut self.cpufreq.policies[p].gov else {
+                    unreachable!()
+                };
+                if let Some(ps) = st.update_util(now, flags, counters, &env) {
+                    self.policy_apply(p, ps as u64 * pstate.scaling_khz);
+                }
+            }
+            GovState::Hwp { boost: Some(_) } => {
+                let Some(h) = self.cfg.machine.hwp.clone() else {
+                    return;
+                };
+                let pol = &self.cpufreq.policies[p];
+                let r = |k: u64| (k / ip::CORE_SCALING_KHZ) as u32;
+                let (min_r, max_r, guar) = (r(pol.min_khz), r(pol.max_khz), r(h.guaranteed_khz));
+                let GovState::Hwp { boost: Some(b) } = &mut self.cpufreq.policies[p].gov else {
+                    unreachable!()
+                };
+                if let Some(min) = b.on_callback(
+                    now,
+                    flags,
+                    local && this == cpu,
+                    tick_ns,
+                    guar,
+                    min_r,
+                    max_r,
+                ) {
+                    let max = self.cpufreq.policies[p].max_khz;
+                    let epp = h.default_epp;
+                    self.write_hwp_request(
+                        cpu,
+                        HwpRequest {
+                            min_khz: min as u64 * ip::CORE_SCALING_KHZ,
+                            max_khz: max,
+                            desired_khz: 0,
+                            epp,
+                        },
+                    );
+                }
+            }
+            GovState::Hwp { boost: None } => {}
+        }
+    }
+
+    fn sugov_update(&mut self, p: usize, cpu: usize, flags: u32) {
+        let version = self.prof.version;
+        let now = self.now;
+        let cpus = self.cpufreq.policies[p].cpus.clone();
+        let utils: Vec<CpuUtil> = cpus.iter().map(|&c| self.cpu_util_for_freq(c)).collect();
+        let caller = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
+        let idle_calls = self.rqs[cpu].idle_calls;
+        let freq_ref = if self.cfg.machine.arch == "arm64" && version >= (6, 8) {
+            self.cpufreq.policies[p].cpuinfo_max_khz
+        } else {
+            0
+        };
+        let invariant = self.cpufreq.invariant;
+        let need = self.cpufreq.driver == "intel_cpufreq";
+        let tick_ns = self.prof.tick_ns();
+        let policy = &mut self.cpufreq.policies[p];
+        let view_table = policy.table_khz.clone();
+        let env = SugovEnv {
+            version,
+            policy: PolicyView {
+                table_khz: &view_table,
+                min_khz: policy.min_khz,
+                max_khz: policy.max_khz,
+                cpuinfo_min_khz: policy.cpuinfo_min_khz,
+                cpuinfo_max_khz: policy.cpuinfo_max_khz,
+                cur_khz: policy.cur_khz,
+            },
+            invariant,
+            freq_ref_khz: freq_ref,
+            tick_ns,
+            nohz: true,
+            need_update_limits: need,
+        };
+        let GovState::Schedutil { pol, cpus: st } = &mut policy.gov else {
+            return;
+        };
+        let next = if st.len() == 1 {
+            su::update_single(pol, &mut st[0], &env, now, flags, &utils[0], idle_calls)
+        } else {
+            su::update_shared(pol, st, &utils, caller, &env, now, flags)
+        };
+        if let Some(f) = next {
+            self.policy_apply(p, f);
+        }
+    }
+
+    fn dbs_update_util(&mut self, p: usize, now: u64) {
+        let due = match &mut self.cpufreq.policies[p].gov {
+            GovState::Ondemand(o) => o.dbs.sample_due(now),
+            GovState::Conservative(c) => c.dbs.sample_due(now),
+            _ => false,
+        };
+        if !due {
+            return;
+        }
+        let cpus = self.cpufreq.policies[p].cpus.clone();
+        let samples: Vec<CpuIdleSample> = cpus.iter().map(|&c| self.cpu_idle_sample(c)).collect();
+        let tun = self.cpufreq.dbs_tun;
+        let policy = &mut self.cpufreq.policies[p];
+        let table = policy.table_khz.clone();
+        let view = PolicyView {
+            table_khz: &table,
+            min_khz: policy.min_khz,
+            max_khz: policy.max_khz,
+            cpuinfo_min_khz: policy.cpuinfo_min_khz,
+            cpuinfo_max_khz: policy.cpuinfo_max_khz,
+            cur_khz: policy.cur_khz,
+        };
+        let decision = match &mut policy.gov {
+            GovState::Ondemand(o) => o.od_dbs_update(&view, &samples, &tun),
+            GovState::Conservative(c) => c.cs_dbs_update(&view, &samples, &tun),
+            _ => return,
+        };
+        if let Some(f) = decision.target_khz {
+            self.policy_apply(p, f);
+        }
+    }
+}
