@@ -28,7 +28,7 @@ def test_summary(fake_core) -> None:
     out = result.stdout
     assert "skylake-8x" in out
     assert "kernel 5.2" in out
-    assert "intel_pstate/performance" in out
+    assert "intel_pstate/powersave" in out
     assert "slack_us_p50" in out
     assert "Turbostat summary" in out and "Bzy_MHz" in out
     assert "Per CPU" in out

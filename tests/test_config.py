@@ -82,9 +82,8 @@ def test_x86_defaults_follow_the_kernel(kernel, driver, governor, invariance) ->
         governor,
         invariance,
     )
-    # what a run gets until the dynamic governors and invariance are modelled
     choice = resolve_cpufreq(m, kernel)
-    assert (choice.driver, choice.governor, choice.invariance) == (driver, "performance", "none")
+    assert (choice.driver, choice.governor, choice.invariance) == (driver, governor, invariance)
 
 
 def test_no_hwp_means_passive_from_5_8() -> None:
@@ -104,14 +103,14 @@ def test_arm_defaults() -> None:
     )
 
 
-def test_unmodelled_governors_and_invariance_are_errors() -> None:
+def test_active_intel_pstate_offers_only_its_own_governors() -> None:
     m = load_machine("skylake-8x")
-    with pytest.raises(ConfigError, match="not modelled yet"):
-        resolve_cpufreq(m, "5.2", driver="intel_cpufreq", governor="schedutil")
-    with pytest.raises(ConfigError, match="not modelled yet"):
-        resolve_cpufreq(m, "5.2", driver="intel_pstate", governor="powersave")
-    with pytest.raises(ConfigError, match="not modelled yet"):
-        resolve_cpufreq(m, "5.2", invariance="turbo:4")
+    with pytest.raises(ConfigError, match="allowed: performance, powersave"):
+        resolve_cpufreq(m, "5.2", driver="intel_pstate", governor="schedutil")
+    choice = resolve_cpufreq(
+        m, "5.2", driver="intel_cpufreq", governor="schedutil", invariance="turbo:4"
+    )
+    assert (choice.governor, choice.invariance) == ("schedutil", "turbo:4")
 
 
 @pytest.mark.parametrize(

@@ -229,13 +229,6 @@ def default_driver(machine: Machine, kernel: tuple[int, int]) -> str | None:
     return driver
 
 
-# What the core models today. The kernel's own defaults (below) need the dynamic governors and
-# frequency invariance; until they exist the default is the fixed-frequency `performance`
-# governor without invariance, and asking for anything else is an error that says so.
-MODELLED_GOVERNORS = ("performance", "powersave")
-MODELLED_INVARIANCE = ("none",)
-
-
 def kernel_default_governor(driver: str | None) -> str:
     """intel_pstate (active) defaults to its powersave policy; the generic drivers to schedutil
     (CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL, the Kconfig default on SMP x86 and arm64). Without
@@ -246,17 +239,13 @@ def kernel_default_governor(driver: str | None) -> str:
 
 
 def default_governor(driver: str | None) -> str:
-    """The kernel's default when the core models it, else `performance`."""
-    gov = kernel_default_governor(driver)
-    if driver == "intel_pstate" or gov not in MODELLED_GOVERNORS:
-        return "performance"
-    return gov
+    """The governor the kernel starts with under this driver."""
+    return kernel_default_governor(driver)
 
 
 def default_invariance(machine: Machine, kernel: tuple[int, int]) -> str:
-    """The kernel's default invariance when the core models it, else `none`."""
-    inv = kernel_default_invariance(machine, kernel)
-    return inv if inv in MODELLED_INVARIANCE else "none"
+    """The frequency invariance the kernel uses on this machine."""
+    return kernel_default_invariance(machine, kernel)
 
 
 def kernel_default_invariance(machine: Machine, kernel: tuple[int, int]) -> str:
@@ -337,22 +326,10 @@ def resolve_cpufreq(
             raise ConfigError(
                 f"unknown governor '{governor}' for driver {driver}; allowed: {', '.join(allowed)}"
             )
-    if governor not in MODELLED_GOVERNORS or (
-        driver == "intel_pstate" and governor != "performance"
-    ):
-        raise ConfigError(
-            f"governor '{governor}' under {driver} is not modelled yet; modelled: performance"
-            + ("" if driver == "intel_pstate" else ", powersave")
-        )
     if invariance is None:
         invariance = default_invariance(machine, version)
     else:
         invariance = check_invariance(machine, invariance)
-        if invariance not in MODELLED_INVARIANCE:
-            raise ConfigError(
-                f"invariance '{invariance}' is not modelled yet; modelled: "
-                + ", ".join(MODELLED_INVARIANCE)
-            )
     return CpufreqChoice(driver, governor, invariance)
 
 

@@ -333,6 +333,16 @@ impl Sim {
         if self.cpufreq.hwp && self.cpufreq.driver == "intel_pstate" {
             self.start_hwp();
         }
+        if self.trace.is_some() {
+            // the trace starts with every CPU's frequency, as a trace of a booted system would
+            for c in 0..n {
+                let khz = self.hw.cpu_req_khz[c];
+                self.trace_event(
+                    c,
+                    crate::trace::ftrace::Payload::CpuFrequency { khz, cpu: c },
+                );
+            }
+        }
         Ok(())
     }
 
