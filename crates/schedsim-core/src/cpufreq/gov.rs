@@ -211,6 +211,15 @@ impl CpufreqState {
         if matches!(invariance, Invariance::Cpufreq) && m.arch == "x86" {
             return Err("cpufreq.invariance = 'cpufreq' is Arm's cpufreq-based scale; x86 uses none, turbo:N, base, max or amd-midpoint".into());
         }
+        if let Invariance::Turbo(k) = invariance {
+            let bins = m.freq_domains[0].turbo_khz.len();
+            if k == 0 || k as usize > bins {
+                return Err(format!(
+                    "cpufreq.invariance = 'turbo:{k}': machine '{}' has turbo bins 1..{bins}",
+                    m.name
+                ));
+            }
+        }
         if invariance.uses_aperf_mperf() && m.arch != "x86" {
             return Err(format!(
                 "cpufreq.invariance = '{}' uses x86 APERF/MPERF; on {} use none or cpufreq",
