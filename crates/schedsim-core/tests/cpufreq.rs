@@ -244,3 +244,35 @@ fn cpufreq_tunables_are_checked() {
         "{changes} frequency changes on cpu0 in 1 s with a 100 ms rate limit"
     );
 }
+
+#[test]
+fn per_policy_limits_bound_the_requests() {
+    // policy0 (cpu0) floored at 3.5 GHz: a light load on cpu0 still runs at ≥ 3.5 GHz
+    let mut c = cfg(
+        periodic_on_cpu0(1.0),
+        "6.12",
+        "intel_cpufreq",
+        "schedutil",
+        "turbo:4",
+        500.0,
+    );
+    c.tunables
+        .insert("policy0.scaling_min_freq".into(), json!(3_500_000));
+    let sim = run(c);
+    assert!(sim.cpufreq.policies[0].cur_khz >= 3_500_000);
+    assert!(busy_mhz(&sim) >= 3499.0, "{}", busy_mhz(&sim));
+    let mut c = cfg(
+        periodic_on_cpu0(1.0),
+        "6.12",
+        "intel_cpufreq",
+        "schedutil",
+        "turbo:4",
+        10.0,
+    );
+    c.tunables
+        .insert("policy99.scaling_max_freq".into(), json!(2_000_000));
+    assert!(schedsim_core::Sim::new(c)
+        .err()
+        .unwrap()
+        .contains("policies 0..8"));
+}

@@ -89,7 +89,26 @@ pub struct CpufreqTunables {
     pub policy_per_cpu: bool,
     pub scaling_min_freq: Option<u64>,
     pub scaling_max_freq: Option<u64>,
+    /// `policyN/scaling_min_freq` and `scaling_max_freq` for one policy.
+    pub per_policy: BTreeMap<usize, (Option<u64>, Option<u64>)>,
     pub dbs: BTreeMap<String, u64>,
+}
+
+/// Whether `key` is a cpufreq/cpuidle tunable (a fixed name or `policyN.scaling_{min,max}_freq`).
+pub fn is_cpufreq_tunable(key: &str) -> bool {
+    CPUFREQ_TUNABLES.contains(&key) || per_policy_key(key).is_some()
+}
+
+/// `policyN.scaling_min_freq` → (N, true); `policyN.scaling_max_freq` → (N, false).
+fn per_policy_key(key: &str) -> Option<(usize, bool)> {
+    let rest = key.strip_prefix("policy")?;
+    let (n, name) = rest.split_once('.')?;
+    let n: usize = n.parse().ok()?;
+    match name {
+        "scaling_min_freq" => Some((n, true)),
+        "scaling_max_freq" => Some((n, false)),
+        _ => None,
+    }
 }
 
 /// Every cpufreq/cpuidle tunable name accepted in `tunables`.
@@ -140,6 +159,15 @@ impl CpufreqTunables {
                 "cpufreq.policy_per_cpu" => out.policy_per_cpu = flag(k, v)?,
                 "scaling_min_freq" => out.scaling_min_freq = Some(uint(k, v)?),
                 "scaling_max_freq" => out.scaling_max_freq = Some(uint(k, v)?),
+                _ if per_policy_key(k).is_some() => {
+                    let (n, is_min) = per_policy_key(k).expect("checked");
+                    let e = out.per_policy.entry(n).or_default();
+                    if is_min {
+                        e.0 = Some(uint(k, v)?);
+                    } else {
+                        e.1 = Some(uint(k, v)?);
+                    }
+                }
                 _ if k.starts_with("ondemand.") || k.starts_with("conservative.") => {
                     if !CPUFREQ_TUNABLES.contains(&k.as_str()) {
                         return Err(format!(
@@ -299,21 +327,38 @@ impl Sim {
                 groups.push(fd.cpus.clone());
             }
         }
+        if let Some(&n) = self
+            .cpufreq
+            .tun
+            .per_policy
+            .keys()
+            .find(|&&n| n >= groups.len())
+        {
+            return Err(format!(
+                "tunable policy{n}.scaling_*_freq: this machine has policies 0..{}",
+                groups.len()
+            ));
+        }
         for (i, cpus) in groups.into_iter().enumerate() {
             let fd = self.topo.cpus[cpus[0]].freq_domain;
             let d = &self.fds[fd];
             let table: Vec<u64> = d.opps.iter().map(|o| o.khz).collect();
             let (cmin, cmax) = (d.cpuinfo_min_khz(), d.cpuinfo_max_khz());
-            let min = self
+            let own = self
                 .cpufreq
                 .tun
-                .scaling_min_freq
+                .per_policy
+                .get(&i)
+                .copied()
+                .unwrap_or_default();
+            let min = own
+                .0
+                .or(self.cpufreq.tun.scaling_min_freq)
                 .unwrap_or(cmin)
                 .clamp(cmin, cmax);
-            let max = self
-                .cpufreq
-                .tun
-                .scaling_max_freq
+            let max = own
+                .1
+                .or(self.cpufreq.tun.scaling_max_freq)
                 .unwrap_or(cmax)
                 .clamp(min, cmax);
             for &c in &cpus {

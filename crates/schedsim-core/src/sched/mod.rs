@@ -44,7 +44,7 @@ impl Tunables {
     ) -> Result<Self, String> {
         let mut scaling = 1u64;
         for (k, v) in overrides {
-            if crate::cpufreq::gov::CPUFREQ_TUNABLES.contains(&k.as_str()) {
+            if crate::cpufreq::gov::is_cpufreq_tunable(k) {
                 continue;
             }
             if !TUNABLE_NAMES.contains(&k.as_str()) {
