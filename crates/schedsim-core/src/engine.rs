@@ -69,6 +69,12 @@ pub struct KernelCosts {
     pub migrate: f64,
     /// New-idle balancing: cycles per CPU whose statistics a pass reads.
     pub balance_per_cpu: f64,
+    /// `select_task_rq_fair`: a call's fixed part, and EAS cycles per CPU visited, per energy
+    /// evaluation and per performance state scanned.
+    pub select_base: f64,
+    pub eas_per_cpu: f64,
+    pub eas_per_energy: f64,
+    pub eas_per_ps: f64,
 }
 
 /// Global scheduler counters.
@@ -133,6 +139,7 @@ pub struct Sim {
     pub hw: HwState,
     /// HWP, when the OS enabled it (intel_pstate on an HWP part, unless `intel_pstate.no_hwp`).
     pub hwp: Option<HwpState>,
+    pub eas: crate::sched::eas::EasState,
     // load balancing
     pub llc_has_idle_cores: Vec<bool>,
     pub llc_nr_idle_scan: Vec<u32>,
@@ -222,6 +229,10 @@ impl Sim {
                     exec: g("exec"),
                     migrate: g("migrate"),
                     balance_per_cpu: g("balance_per_cpu"),
+                    select_base: g("select_base"),
+                    eas_per_cpu: g("eas_per_cpu"),
+                    eas_per_energy: g("eas_per_energy"),
+                    eas_per_ps: g("eas_per_ps"),
                 }
             })
             .collect();
@@ -295,6 +306,7 @@ impl Sim {
             cpu_timers: vec![BinaryHeap::new(); n],
             hw: HwState::new(ncores, npkg, n, pkg_max_khz),
             hwp,
+            eas: crate::sched::eas::EasState::default(),
             llc_has_idle_cores: vec![true; nllc],
             llc_nr_idle_scan: topo.llc_cpus.iter().map(|l| l.len() as u32).collect(),
             nohz_next_balance: 0,
@@ -319,6 +331,7 @@ impl Sim {
         }
         sim.init_idle();
         sim.init_cpufreq()?;
+        sim.init_eas()?;
         sim.spawn_initial_tasks()?;
         if let Some(end) = sim.end_time {
             sim.events.schedule(end, Ev::End);

@@ -133,6 +133,22 @@ struct SampleOut {
 }
 
 #[derive(Serialize)]
+struct SelectProfile {
+    cpu: usize,
+    hits: u64,
+    avg_us: f64,
+    /// Variance of the call duration (µs²), as the ftrace function profiler's `s^2`.
+    var_us2: f64,
+}
+
+#[derive(Serialize)]
+struct EasOut {
+    enabled: bool,
+    overutilized: bool,
+    select_task_rq_fair: Vec<SelectProfile>,
+}
+
+#[derive(Serialize)]
 struct RunResult<'a> {
     schedsim_version: &'static str,
     machine: &'a str,
@@ -147,6 +163,8 @@ struct RunResult<'a> {
     sched: &'a crate::engine::SchedCounters,
     sim: SimOut,
     features: BTreeMap<String, bool>,
+    /// EAS: whether enabled, and the per-CPU profile of `select_task_rq_fair` (wakeups).
+    eas: EasOut,
     cpus: Vec<CpuOut>,
     tasks: Vec<TaskOut>,
     samples: Vec<SampleOut>,
@@ -321,6 +339,31 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
             },
         },
         features: sim.prof.features_map(),
+        eas: EasOut {
+            enabled: sim.eas.enabled,
+            overutilized: sim.eas.overutilized,
+            select_task_rq_fair: sim
+                .eas
+                .profile
+                .iter()
+                .enumerate()
+                .map(|(cpu, p)| {
+                    let n = p.hits.max(1) as f64;
+                    let mean = p.sum_ns / n;
+                    let var = if p.hits > 1 {
+                        (p.sum_sq_ns - n * mean * mean) / (n - 1.0)
+                    } else {
+                        0.0
+                    };
+                    SelectProfile {
+                        cpu,
+                        hits: p.hits,
+                        avg_us: mean * 1e-3,
+                        var_us2: var.max(0.0) * 1e-6,
+                    }
+                })
+                .collect(),
+        },
         cpus,
         tasks,
         samples,

@@ -37,6 +37,9 @@ pub struct SgStats {
     pub group_capacity: u64,
     pub avg_load: u64,
     pub group_type: GroupType,
+    /// Largest `misfit_task_load` in the group and the group's largest CPU capacity.
+    pub misfit_load: u64,
+    pub max_capacity: u64,
 }
 
 impl SgStats {
@@ -66,6 +69,8 @@ impl SgStats {
     pub fn classify(&mut self, pct: u32) {
         self.group_type = if self.is_overloaded(pct) {
             GroupType::Overloaded
+        } else if self.misfit_load > 0 {
+            GroupType::Misfit
         } else if !self.has_capacity(pct) {
             GroupType::FullyBusy
         } else {
@@ -80,6 +85,7 @@ pub enum MigrationType {
     Load,
     Util,
     Task,
+    Misfit,
 }
 
 /// The outcome of `find_busiest_group`.
@@ -216,6 +222,10 @@ impl Sim {
         };
         if avg_idle < gate || self.nr_overloaded == 0 {
             self.update_next_balance_idle(cpu, 0);
+            // nohz_newidle_balance(): a CPU going idle refreshes the idle CPUs' blocked load
+            if self.now >= self.nohz_next_blocked {
+                self.nohz_stats_update();
+            }
             return false;
         }
         self.stats.newidle_balances += 1;
@@ -302,6 +312,8 @@ impl Sim {
                 s.idle_cpus += 1;
             }
             s.group_capacity += self.capacity_of(c);
+            s.max_capacity = s.max_capacity.max(self.capacity_of(c));
+            s.misfit_load = s.misfit_load.max(self.rqs[c].misfit_task_load);
         }
         if s.group_weight == 0 {
             return s;
@@ -367,10 +379,19 @@ impl Sim {
             let sum_util: u64 = stats.iter().map(|s| s.util).sum();
             self.update_idle_cpu_scan(cpu, lvl, sum_util);
         }
+        if lvl + 1 == self.domains[cpu].len() {
+            // update_sd_lb_stats() at the root domain rewrites the overutilized flag
+            self.refresh_overutilized();
+        }
         let local = stats[0];
+        let dst_cap = self.capacity_of(cpu);
         let mut busiest: Option<usize> = None;
         for (i, s) in stats.iter().enumerate().skip(1) {
             if s.nr_running == 0 {
+                continue;
+            }
+            // a misfit task only moves to a CPU of greater capacity
+            if s.group_type == GroupType::Misfit && dst_cap * 1024 <= s.max_capacity * 1078 {
                 continue;
             }
             if busiest.is_none_or(|b| Self::pick_busiest(s, &stats[b])) {
@@ -379,6 +400,17 @@ impl Sim {
         }
         let bi = busiest?;
         let b = stats[bi];
+        if b.group_type == GroupType::Misfit {
+            return Some(Imbalance {
+                group: bi,
+                mtype: MigrationType::Misfit,
+                imbalance: 1,
+            });
+        }
+        if self.eas_active() {
+            // not overutilized: EAS placed the tasks, only misfits are balanced
+            return None;
+        }
         if b.nr_running == 0 || local.group_type > b.group_type {
             return None;
         }
@@ -488,6 +520,12 @@ impl Sim {
                     (self.cpu_util(c, None, None, self.prof.runnable_boost), 1)
                 }
                 MigrationType::Task => (nr as u64, 1),
+                MigrationType::Misfit => {
+                    if self.rqs[c].misfit_task_load == 0 {
+                        continue;
+                    }
+                    (self.rqs[c].misfit_task_load, 1)
+                }
             };
             // val/cap > best_val.0/best_val.1
             if best.is_none() || val as u128 * best_val.1 as u128 > best_val.0 as u128 * cap as u128
@@ -586,6 +624,12 @@ impl Sim {
                     env.imbalance -= util as i64;
                 }
                 MigrationType::Task => env.imbalance -= 1,
+                MigrationType::Misfit => {
+                    if self.task_fits_cpu(t, src) {
+                        continue;
+                    }
+                    env.imbalance = 0;
+                }
             }
             self.move_queued_task(t, src, dst);
             moved += 1;
@@ -665,8 +709,8 @@ impl Sim {
         // need_active_balance(): from v5.12 the failure count alone triggers it only for
         // migrate_task (imbalanced_active_balance)
         let by_failures = sd.nr_balance_failed > sd.cache_nice_tries + 2;
-        let need_active =
-            by_failures && (!self.prof.at_least(5, 12) || env.mtype == MigrationType::Task);
+        let need_active = env.mtype == MigrationType::Misfit
+            || (by_failures && (!self.prof.at_least(5, 12) || env.mtype == MigrationType::Task));
         if need_active && self.active_balance(busiest, cpu) {
             let sd = &mut self.domains[cpu][lvl];
             sd.nr_balance_failed = sd.cache_nice_tries + 1;

@@ -727,6 +727,8 @@ impl Sim {
         } else {
             self.task_tick_fair(cpu, curr);
         }
+        self.update_misfit_status(cpu, Some(curr));
+        self.update_overutilized_status(cpu);
         self.trigger_load_balance(cpu);
         self.start_tick(cpu);
     }
@@ -1060,12 +1062,17 @@ impl Sim {
         let victim = match work {
             Stopper::Migrate { task, dst } => Some((task, dst))
                 .filter(|&(t, _)| self.tasks[t].se.on_rq && self.tasks[t].cpu == cpu),
-            Stopper::PushAny { dst } => self.rqs[cpu]
-                .cfs_tasks
-                .iter()
-                .copied()
-                .find(|&t| self.tasks[t].se.on_rq && self.tasks[t].allowed(dst))
-                .map(|t| (t, dst)),
+            Stopper::PushAny { dst } => {
+                let movable = |t: TaskId| self.tasks[t].se.on_rq && self.tasks[t].allowed(dst);
+                let tasks = &self.rqs[cpu].cfs_tasks;
+                // a misfit first (it is why an asymmetric machine balances actively)
+                let misfit = tasks.iter().copied().find(|&t| {
+                    movable(t) && self.topo.asym_capacity() && !self.task_fits_cpu(t, cpu)
+                });
+                misfit
+                    .or_else(|| tasks.iter().copied().find(|&t| movable(t)))
+                    .map(|t| (t, dst))
+            }
         };
         if let Some((t, dst)) = victim {
             self.move_queued_task(t, cpu, dst);

@@ -458,6 +458,9 @@ impl Sim {
         if f.iowait {
             self.cpufreq_update_util(cpu, crate::cpufreq::SCHED_CPUFREQ_IOWAIT);
         }
+        if !f.initial {
+            self.update_overutilized_status(cpu);
+        }
     }
 
     /// `dequeue_task_fair()` (with `dequeue_entity()` and `util_est_update()`).

@@ -3,6 +3,7 @@
 pub mod balance;
 pub mod core;
 pub mod domain;
+pub mod eas;
 pub mod fair;
 pub mod pelt;
 pub mod rq;

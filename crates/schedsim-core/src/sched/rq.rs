@@ -80,6 +80,8 @@ pub struct Rq {
     /// `rq->cpu_capacity` (capacity left for CFS).
     pub cpu_capacity: u64,
     pub has_blocked_load: bool,
+    /// `rq->misfit_task_load`: the running task does not fit this CPU.
+    pub misfit_task_load: u64,
     /// Tasks that blocked in iowait on this CPU (`nr_iowait_cpu`).
     pub nr_iowait: u32,
     /// Idle time while some task waited for IO here (`iowait_sleeptime`).
@@ -126,6 +128,7 @@ impl Rq {
             idle_stamp: 0,
             cpu_capacity: capacity,
             has_blocked_load: false,
+            misfit_task_load: 0,
             nr_iowait: 0,
             iowait_ns: 0,
             idle_calls: 0,

@@ -26,6 +26,18 @@ impl Sim {
                 .find(|&c| self.tasks[p].allowed(c))
                 .unwrap_or(prev_cpu);
         }
+        if sd_flag == SdFlag::Wake {
+            let mut ops = super::eas::EasOps::default();
+            let eas = if self.eas_active() {
+                self.find_energy_efficient_cpu(p, prev_cpu, &mut ops)
+            } else {
+                None
+            };
+            self.account_select(this_cpu, &ops);
+            if let Some(c) = eas {
+                return c;
+            }
+        }
         let mut want_affine = false;
         if sd_flag == SdFlag::Wake {
             if let Some(waker) = self.rqs[this_cpu].curr {

@@ -92,7 +92,10 @@ const BOOL_FEATURES: &[&str] = &[
 ];
 
 /// Non-boolean features: name and allowed values.
-const ENUM_FEATURES: &[(&str, &[&str])] = &[("fair", &["cfs", "eevdf"])];
+const ENUM_FEATURES: &[(&str, &[&str])] = &[
+    ("fair", &["cfs", "eevdf"]),
+    ("feec", &["pre-5.4", "per-pd"]),
+];
 
 impl KernelProfile {
     pub fn from_spec(spec: &KernelSpec) -> Result<Self, String> {
