@@ -283,3 +283,22 @@ fn run_for_is_wall_time_like_rt_app_runtime() {
         t.cpu_ns
     );
 }
+
+#[test]
+fn a_task_started_at_time_zero_is_tracked_by_pelt_from_its_first_enqueue() {
+    // An always-running task from t = 0: its util follows 1024·(1 − y^n) (n in 1024-µs periods)
+    // from its initial value; after 200 ms it is above 0.98 × 1024·(1 − y^195).
+    for kernel in ["5.2", "6.12"] {
+        let hog = json!({"name": "hog", "program": [{"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, KHZ)}]}]});
+        let sim = run(config(
+            smp(1, 1, KHZ, false),
+            custom(json!([hog]), json!([])),
+            kernel,
+            200.0,
+        ));
+        let y: f64 = 0.5f64.powf(1.0 / 32.0);
+        let expect = 1024.0 * (1.0 - y.powf(195.0));
+        let u = sim.tasks[0].se.avg.util_avg as f64;
+        assert!(u > 0.98 * expect, "{kernel}: util {u} vs {expect:.0}");
+    }
+}

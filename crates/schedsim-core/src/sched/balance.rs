@@ -170,12 +170,21 @@ impl Sim {
         if self.now < self.nohz_next_balance {
             return;
         }
-        let llc = self.topo.cpus[cpu].llc;
-        let busy_in_llc = self.topo.llc_cpus[llc]
-            .iter()
-            .filter(|&&c| !self.idle_cpu(c))
-            .count();
-        if self.rqs[cpu].nr_running() >= 2 || busy_in_llc > 1 {
+        // the kick conditions: ≥ 2 tasks; on asymmetric machines a misfit task (and no LLC
+        // logic); otherwise more than one busy CPU in the LLC
+        let kick = if self.rqs[cpu].nr_running() >= 2 {
+            true
+        } else if self.topo.asym_capacity() {
+            self.rqs[cpu].misfit_task_load > 0
+        } else {
+            let llc = self.topo.cpus[cpu].llc;
+            self.topo.llc_cpus[llc]
+                .iter()
+                .filter(|&&c| !self.idle_cpu(c))
+                .count()
+                > 1
+        };
+        if kick {
             self.nohz_idle_balance();
         }
     }

@@ -693,6 +693,8 @@ impl Sim {
 
     /// The exit latency has passed.
     pub fn on_idle_exit(&mut self, cpu: usize) {
+        // the governor learns how long the CPU idled, exit latency included
+        self.cpuidle_reflect(cpu, false);
         self.hw_sync_for(cpu);
         self.rqs[cpu].waking = false;
         self.hw_update_for(cpu);

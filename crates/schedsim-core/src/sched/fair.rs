@@ -62,7 +62,7 @@ impl Sim {
     /// `update_rq_clock()` with `update_rq_clock_pelt()`: the PELT clock advances scaled by CPU
     /// capacity and frequency while busy and catches up with the task clock while idle.
     pub fn update_rq_clock(&mut self, cpu: usize) {
-        let now = self.now;
+        let now = self.now + super::rq::BOOT_CLOCK_NS;
         let cap = self.topo.cpus[cpu].capacity_orig;
         let fscale = self.freq_scale(cpu);
         let rq = &mut self.rqs[cpu];
@@ -111,11 +111,11 @@ impl Sim {
             let w = self.tasks[t].se.weight;
             if f.do_attach && self.tasks[t].se.avg.last_update_time == 0 {
                 let cfs = &mut self.rqs[cpu].cfs.avg;
-                self.tasks[t].se.avg.attach_to(cfs, w);
+                self.tasks[t].se.avg.attach_to(cfs, w, kind);
                 decayed = true;
             } else if f.do_detach {
                 let cfs = &mut self.rqs[cpu].cfs.avg;
-                self.tasks[t].se.avg.detach_from(cfs, w);
+                self.tasks[t].se.avg.detach_from(cfs, w, kind);
                 decayed = true;
             }
         }

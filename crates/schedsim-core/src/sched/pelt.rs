@@ -245,12 +245,17 @@ impl SchedAvg {
     /// Sums and averages relate as `avg = sum / divider` for util and (count) runnable, whose
     /// sums already carry the `<< 10`, so no extra shift is applied here; load carries the
     /// weight: `load_avg = weight * load_sum / divider`.
-    pub fn attach_to(&mut self, cfs: &mut SchedAvg, se_weight: u64) {
+    pub fn attach_to(&mut self, cfs: &mut SchedAvg, se_weight: u64, kind: RunnableKind) {
         let divider = cfs.divider();
         self.last_update_time = cfs.last_update_time;
         self.period_contrib = cfs.period_contrib;
         self.util_sum = self.util_avg * divider;
-        self.runnable_sum = self.runnable_avg * divider;
+        // the weighted runnable_load (v5.1–v5.6) is kept like load: sum × weight in the cfs_rq
+        let runnable_mult = match kind {
+            RunnableKind::Count => 1,
+            RunnableKind::Weighted => se_weight.max(1),
+        };
+        self.runnable_sum = (self.runnable_avg * divider / runnable_mult).max(1);
         let load_sum = self.load_avg * divider;
         self.load_sum = if se_weight < load_sum {
             load_sum / se_weight.max(1)
@@ -264,14 +269,18 @@ impl SchedAvg {
         cfs.util_avg += self.util_avg;
         cfs.util_sum += self.util_sum;
         cfs.runnable_avg += self.runnable_avg;
-        cfs.runnable_sum += self.runnable_sum;
+        cfs.runnable_sum += runnable_mult * self.runnable_sum;
     }
 
     /// `detach_entity_load_avg` (with `dequeue_load_avg`): subtract `self` from `cfs`, each
     /// value clamped at 0, each cfs sum kept at least `avg * PELT_MIN_DIVIDER` (the load floor
     /// is v5.18+, util/runnable v5.17+). `se_weight` is needed because the cfs_rq's
     /// `load_sum` holds `weight * load_sum` of each entity.
-    pub fn detach_from(&self, cfs: &mut SchedAvg, se_weight: u64) {
+    pub fn detach_from(&self, cfs: &mut SchedAvg, se_weight: u64, kind: RunnableKind) {
+        let runnable_mult = match kind {
+            RunnableKind::Count => 1,
+            RunnableKind::Weighted => se_weight.max(1),
+        };
         sub_positive(&mut cfs.load_avg, self.load_avg);
         sub_positive(&mut cfs.load_sum, se_weight * self.load_sum);
         floor_sum(&mut cfs.load_sum, cfs.load_avg);
@@ -281,7 +290,7 @@ impl SchedAvg {
         floor_sum(&mut cfs.util_sum, cfs.util_avg);
 
         sub_positive(&mut cfs.runnable_avg, self.runnable_avg);
-        sub_positive(&mut cfs.runnable_sum, self.runnable_sum);
+        sub_positive(&mut cfs.runnable_sum, runnable_mult * self.runnable_sum);
         floor_sum(&mut cfs.runnable_sum, cfs.runnable_avg);
     }
 
@@ -877,7 +886,7 @@ mod tests {
             period_contrib: 999,
             ..SchedAvg::default()
         };
-        se.attach_to(&mut cfs, NICE_0);
+        se.attach_to(&mut cfs, NICE_0, RunnableKind::Count);
         let div = cfs0.divider();
         assert_eq!(se.last_update_time, cfs0.last_update_time);
         assert_eq!(se.period_contrib, cfs0.period_contrib);
@@ -889,7 +898,7 @@ mod tests {
         assert_eq!(cfs.load_avg, cfs0.load_avg + 300);
         assert_eq!(cfs.util_sum, cfs0.util_sum + 200 * div);
         assert_eq!(cfs.load_sum, cfs0.load_sum + 1024 * (300 * div / 1024));
-        se.detach_from(&mut cfs, NICE_0);
+        se.detach_from(&mut cfs, NICE_0, RunnableKind::Count);
         assert_eq!(cfs, cfs0);
     }
 
@@ -897,7 +906,7 @@ mod tests {
     fn attach_tiny_load_sum_is_one() {
         let mut cfs = SchedAvg::default();
         let mut se = SchedAvg::default();
-        se.attach_to(&mut cfs, NICE_0);
+        se.attach_to(&mut cfs, NICE_0, RunnableKind::Count);
         assert_eq!(se.load_sum, 1);
         assert_eq!(cfs.load_sum, 1024);
     }
@@ -918,7 +927,7 @@ mod tests {
             runnable_sum: 80 * PELT_MIN_DIVIDER,
             ..SchedAvg::default()
         };
-        se.detach_from(&mut cfs, NICE_0);
+        se.detach_from(&mut cfs, NICE_0, RunnableKind::Count);
         // 90 - 40 = 50 units of sum would be below 60 units of avg: floored.
         assert_eq!(cfs.util_avg, 60);
         assert_eq!(cfs.util_sum, 60 * PELT_MIN_DIVIDER);

@@ -25,6 +25,11 @@ pub struct CfsRq {
     pub skip_buddy: Option<TaskId>,
 }
 
+/// The runqueue clocks start here: the workload begins one second after boot, so that no
+/// clock is 0 when the first tasks arrive (PELT reads a zero `last_update_time` as "not
+/// attached").
+pub const BOOT_CLOCK_NS: u64 = 1_000_000_000;
+
 /// Initial `min_vruntime`: far from 0 so that relative vruntimes (which may be negative, as u64
 /// wrapping values in the kernel) never wrap around in a run.
 pub const VRUNTIME_ORIGIN: u64 = 1 << 40;
@@ -111,8 +116,8 @@ impl Rq {
             },
             rt: super::rt::RtRq::default(),
             cfs_tasks: Vec::new(),
-            clock_task: 0,
-            clock_pelt: 0,
+            clock_task: BOOT_CLOCK_NS,
+            clock_pelt: BOOT_CLOCK_NS,
             lost_idle_time: 0,
             need_resched: false,
             burst_ev: None,
