@@ -256,14 +256,14 @@ impl NasOmp {
     fn program(&self, thread: usize) -> Vec<OpSpec> {
         let mut body = Vec::new();
         for step in &self.factors {
-            let f = step[thread];
+            // the share, then (when spinning) the spin to the slowest share: one burst, since
+            // the spin runs at the share's own mix of cycles and stall
+            let f = if self.spin {
+                step.iter().cloned().fold(f64::MIN, f64::max)
+            } else {
+                step[thread]
+            };
             body.push(self.share(f));
-            if self.spin {
-                let max = step.iter().cloned().fold(f64::MIN, f64::max);
-                if max > f {
-                    body.push(self.share(max - f));
-                }
-            }
             body.push(OpSpec::Barrier { name: "omp".into() });
         }
         if thread == 0 {
