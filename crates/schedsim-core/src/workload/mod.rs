@@ -1,10 +1,16 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
+pub mod fio;
+pub mod nas_omp;
 pub mod periodic;
 pub mod program;
 pub mod spec;
+pub mod sqlite_insert;
+pub mod stress_ng_cpu;
 pub mod sync;
+pub mod tiobench;
+pub mod x264;
 
 use std::collections::BTreeMap;
 
@@ -62,7 +68,15 @@ pub struct Generator {
 
 /// Every generator the core knows, in listing order.
 pub fn generators() -> Vec<Generator> {
-    vec![periodic::generator()]
+    vec![
+        periodic::generator(),
+        stress_ng_cpu::generator(),
+        nas_omp::generator(),
+        fio::generator(),
+        tiobench::generator(),
+        sqlite_insert::generator(),
+        x264::generator(),
+    ]
 }
 
 /// Every generator's description, plus `custom`.
