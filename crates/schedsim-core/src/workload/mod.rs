@@ -1,6 +1,8 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
+pub mod gitsource;
+pub mod kernbench;
 pub mod periodic;
 pub mod program;
 pub mod spec;
@@ -62,7 +64,11 @@ pub struct Generator {
 
 /// Every generator the core knows, in listing order.
 pub fn generators() -> Vec<Generator> {
-    vec![periodic::generator()]
+    vec![
+        periodic::generator(),
+        kernbench::generator(),
+        gitsource::generator(),
+    ]
 }
 
 /// Every generator's description, plus `custom`.
