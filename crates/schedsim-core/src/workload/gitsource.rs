@@ -43,9 +43,9 @@ pub fn info() -> WorkloadInfo {
         description: "git's `make test` (v2.49.0, no -j): one test script at a time, each a shell forking and waiting for short git/sed/grep/test-tool processes, with one 2-3 stage pipeline per test block. Calibrated to 2,215 s on skylake-8x at max frequency.",
         params: vec![
             ParamInfo { name: "scripts", default: 1011.into(), description: "test scripts run (the first N of the suite's 1,011); each has 18-19 test blocks" },
-            ParamInfo { name: "procs_per_block", default: serde_json::Value::Null, description: "single (non-pipeline) processes per test block (default: the calibrated constant)" },
-            ParamInfo { name: "work_ms", default: serde_json::Value::Null, description: "mean work per process, ms on the reference machine (default: the measured constant)" },
-            ParamInfo { name: "work_sigma", default: serde_json::Value::Null, description: "lognormal sigma of the per-process work (default: the measured constant)" },
+            ParamInfo { name: "procs_per_block", default: (consts().get("single_procs_per_block") as i64).into(), description: "single (non-pipeline) processes per test block (the default is calibrated to 2,215 s on skylake-8x)" },
+            ParamInfo { name: "work_ms", default: consts().get("proc_work_ms").into(), description: "mean work per process, ms on the reference machine (2.52 GHz Sapphire Rapids; default measured)" },
+            ParamInfo { name: "work_sigma", default: consts().get("proc_work_sigma").into(), description: "lognormal sigma of the per-process work (default measured)" },
         ],
         metrics: vec!["elapsed_s", "scripts", "processes", "processes_per_s"],
         primary: "elapsed_s",
