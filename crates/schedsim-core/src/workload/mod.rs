@@ -2,6 +2,8 @@
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
 pub mod fio;
+pub mod gitsource;
+pub mod kernbench;
 pub mod nas_omp;
 pub mod periodic;
 pub mod program;
@@ -76,6 +78,8 @@ pub fn generators() -> Vec<Generator> {
         tiobench::generator(),
         sqlite_insert::generator(),
         x264::generator(),
+        kernbench::generator(),
+        gitsource::generator(),
     ]
 }
 
