@@ -530,6 +530,24 @@ fn phase_level_cpus_move_the_thread_between_phases() {
     }
     assert!(busy[3] < 1e-9, "{busy:?}");
     assert!(sim.tasks[0].stats.nr_migrations > 100);
+    // the same for a SCHED_FIFO thread, which the stopper moves through the RT class
+    let p = temp_file(
+        "rt-phases.json",
+        r#"{"tasks": {"t": {"policy": "SCHED_FIFO", "priority": 50, "cpus": [3], "phases": {
+             "a": {"cpus": [1], "run": 1000, "sleep": 1000},
+             "b": {"run": 1000, "sleep": 1000}}}}, "global": {"calibration": 100}}"#,
+    );
+    let sim = run(cfg(machine(4, None), &p, 100.0));
+    let busy: Vec<u64> = sim.rqs.iter().map(|r| r.busy_ns).collect();
+    assert!(busy[0] == 0 && busy[2] == 0, "{busy:?}");
+    assert!(
+        (busy[1] as f64 / busy[3] as f64 - 1.0).abs() < 0.05,
+        "{busy:?}"
+    );
+    assert!(
+        (busy[1] + busy[3]) as f64 / sim.now as f64 > 0.49,
+        "{busy:?}"
+    );
 }
 
 #[test]

@@ -1547,3 +1547,40 @@ impl Model for RtApp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::event_of;
+
+    #[test]
+    fn event_keys_match_by_prefix_in_rt_apps_order() {
+        let cases = [
+            ("run", Some("run")),
+            ("run2", Some("run")),
+            ("run-x", Some("run")),
+            ("runtime", Some("runtime")),
+            ("runtime1", Some("runtime")),
+            ("sleep_a", Some("sleep")),
+            ("memrun", Some("memrun")),
+            ("mem1", Some("mem")),
+            ("unlock1", Some("unlock")),
+            ("lock", Some("lock")),
+            ("sync3", Some("sync")),
+            ("broad", Some("broad")),
+            ("resume2", Some("resume")),
+            ("suspend", Some("suspend")),
+            ("loop", None),
+            ("resources", None),
+            ("priority", None),
+            ("policy", None),
+            ("phases", None),
+            ("instance", None),
+            ("delay", None),
+            ("dl-runtime", None),
+            ("taskgroup", None),
+        ];
+        for (k, e) in cases {
+            assert_eq!(event_of(k), e, "{k}");
+        }
+    }
+}
