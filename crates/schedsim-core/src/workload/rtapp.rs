@@ -475,7 +475,7 @@ fn parse_event(
     path: &str,
     task: &str,
     names: &[&str],
-) -> Result<Option<Event>, String> {
+) -> Result<Event, String> {
     let p = join(path, &m.key);
     let v = &m.value;
     let ref_name = |n: &Node| -> Result<String, String> { Ok(cx.string(n, &p)?.to_string()) };
@@ -589,7 +589,7 @@ fn parse_event(
             )),
             _ => unreachable!("event table"),
         };
-    Ok(Some(e))
+    Ok(e)
 }
 
 /// Parse the events and properties of a phase object (or of a task written as one inline phase,
@@ -611,9 +611,7 @@ fn parse_phase<'a>(
     for m in members {
         let p = join(path, &m.key);
         if let Some(ev) = event_of(&m.key) {
-            if let Some(e) = parse_event(cx, m, ev, path, task, names)? {
-                events.push(e);
-            }
+            events.push(parse_event(cx, m, ev, path, task, names)?);
             continue;
         }
         match m.key.as_str() {
@@ -1466,31 +1464,41 @@ impl Acc {
         }
     }
 
-    fn emit(&self, prefix: &str, out: &mut BTreeMap<String, f64>, configured: bool) {
+    /// Insert the means under `prefix`. `all`: every metric, 0 where there is no row (the
+    /// run-wide set, which holds the primary metric); otherwise only those with rows behind
+    /// them.
+    fn emit(&self, prefix: &str, out: &mut BTreeMap<String, f64>, configured: bool, all: bool) {
         let mean = |s: f64, n: u64| if n > 0 { s / n as f64 } else { 0.0 };
+        if !all && self.rows == 0 {
+            return;
+        }
         out.insert(format!("{prefix}rows"), self.rows as f64);
-        out.insert(
-            format!("{prefix}run_us_mean"),
-            mean(self.run_ns, self.run_rows) * 1e-3,
-        );
-        out.insert(format!("{prefix}perf_mean"), mean(self.perf, self.run_rows));
         out.insert(
             format!("{prefix}period_us_mean"),
             mean(self.period_ns, self.rows) * 1e-3,
         );
-        out.insert(
-            format!("{prefix}slack_us_mean"),
-            mean(self.slack_ns, self.timer_rows) * 1e-3,
-        );
-        out.insert(
-            format!("{prefix}missed_pct"),
-            mean(100.0 * self.missed as f64, self.timer_rows),
-        );
-        out.insert(
-            format!("{prefix}wu_lat_us_mean"),
-            mean(self.wu_ns, self.timer_rows) * 1e-3,
-        );
-        out.insert(format!("{prefix}wu_lat_us_max"), self.wu_max_ns * 1e-3);
+        if all || self.run_rows > 0 {
+            out.insert(
+                format!("{prefix}run_us_mean"),
+                mean(self.run_ns, self.run_rows) * 1e-3,
+            );
+            out.insert(format!("{prefix}perf_mean"), mean(self.perf, self.run_rows));
+        }
+        if all || self.timer_rows > 0 {
+            out.insert(
+                format!("{prefix}slack_us_mean"),
+                mean(self.slack_ns, self.timer_rows) * 1e-3,
+            );
+            out.insert(
+                format!("{prefix}missed_pct"),
+                mean(100.0 * self.missed as f64, self.timer_rows),
+            );
+            out.insert(
+                format!("{prefix}wu_lat_us_mean"),
+                mean(self.wu_ns, self.timer_rows) * 1e-3,
+            );
+            out.insert(format!("{prefix}wu_lat_us_max"), self.wu_max_ns * 1e-3);
+        }
         if configured {
             out.insert(
                 format!("{prefix}c_duration_us"),
@@ -1524,14 +1532,15 @@ impl Model for RtApp {
             per_phase.entry((r.task, r.phase)).or_default().add(r);
         }
         let mut values = BTreeMap::new();
-        all.emit("", &mut values, false);
+        all.emit("", &mut values, false, true);
         values.insert("pload_ns".into(), self.pload_ns as f64);
         for (ti, (name, phases)) in self.task_names.iter().enumerate() {
-            per_task[ti].emit(&format!("task.{name}."), &mut values, false);
+            per_task[ti].emit(&format!("task.{name}."), &mut values, false, false);
             if let Some(phases) = phases {
                 for (pi, pname) in phases.iter().enumerate() {
-                    let acc = per_phase.get(&(ti, pi)).cloned().unwrap_or_default();
-                    acc.emit(&format!("task.{name}.{pname}."), &mut values, true);
+                    if let Some(acc) = per_phase.get(&(ti, pi)) {
+                        acc.emit(&format!("task.{name}.{pname}."), &mut values, true, false);
+                    }
                 }
             }
         }
