@@ -181,7 +181,8 @@ impl Sim {
         let tun = Tunables::new(&prof, n, &cfg.tunables)?;
         let workload = Workload::from_spec(&cfg.workload, &cfg.machine, &topo, cfg.seed)?;
         let compiled = workload.compile()?;
-        if cfg.duration_ns.is_none() && workload.open_ended(&compiled) {
+        let end_time = cfg.duration_ns.or_else(|| workload.duration_ns());
+        if end_time.is_none() && workload.open_ended(&compiled) {
             return Err(format!(
                 "workload '{}' runs until stopped: give a duration",
                 cfg.workload.name
@@ -282,7 +283,7 @@ impl Sim {
         let mut sim = Sim {
             now: 0,
             this_cpu: 0,
-            end_time: cfg.duration_ns,
+            end_time,
             prof,
             tun,
             domains,

@@ -362,10 +362,14 @@ impl Sim {
         }
     }
 
-    /// Move a queued, not running task between runqueues (load balancing).
+    /// Move a queued, not running task between runqueues (load balancing, the stopper).
     pub fn move_queued_task(&mut self, t: TaskId, src: usize, dst: usize) {
         self.update_rq_clock(src);
-        self.dequeue_task_fair(src, t, false, true);
+        if self.is_rt(t) {
+            self.dequeue_task_rt(src, t);
+        } else {
+            self.dequeue_task_fair(src, t, false, true);
+        }
         self.finish_migration(t, src, dst);
         let ct = self.topo.cpus[dst].core_type;
         let c = self.costs[ct].migrate;
@@ -378,7 +382,7 @@ impl Sim {
                 ..EnqFlags::default()
             },
         );
-        self.check_preempt_wakeup(dst, t, false);
+        self.check_preempt_curr(dst, t, false);
     }
 
     // ------------------------------------------------------------------ blocking and exit
@@ -1039,7 +1043,51 @@ impl Sim {
                 self.yield_task_fair(cpu, t);
                 Ok(false)
             }
+            Op::Clock {
+                clock,
+                period_ns,
+                unique,
+                relative,
+                origin_ns,
+            } => {
+                self.tasks[t].pc += 1;
+                Ok(self.op_clock(t, cpu, clock, period_ns, unique, relative, origin_ns))
+            }
+            Op::SetAffinity { cpus } => {
+                self.tasks[t].pc += 1;
+                Ok(!self.set_cpus_allowed(t, cpu, &cpus))
+            }
         }
+    }
+
+    /// `sched_setaffinity()` of the running task `t` on `cpu` (`__set_cpus_allowed_ptr`). If
+    /// `cpu` is no longer allowed, the stopper moves the task to the first allowed CPU (the
+    /// kernel's `cpumask_any_and_distribute` spreads successive moves; this picks the lowest).
+    /// Returns true if the task moves.
+    fn set_cpus_allowed(&mut self, t: TaskId, cpu: usize, cpus: &[usize]) -> bool {
+        let n = self.topo.nr_cpus();
+        let mut mask = Vec::new();
+        if !cpus.is_empty() && cpus.iter().any(|&c| c < n) {
+            mask = vec![false; n];
+            for &c in cpus.iter().filter(|&&c| c < n) {
+                mask[c] = true;
+            }
+        }
+        let nr = if mask.is_empty() {
+            n
+        } else {
+            mask.iter().filter(|&&b| b).count()
+        };
+        let task = &mut self.tasks[t];
+        task.cpus_allowed = mask;
+        task.nr_cpus_allowed = nr;
+        if task.allowed(cpu) {
+            return false;
+        }
+        let dst = (0..n).find(|&c| self.tasks[t].allowed(c)).unwrap_or(cpu);
+        self.rqs[cpu].stopper = Some(Stopper::Migrate { task: t, dst });
+        self.queue_schedule(cpu);
+        true
     }
 
     fn sleep_until(&mut self, t: TaskId, cpu: usize, at: Time, state: TaskState) {

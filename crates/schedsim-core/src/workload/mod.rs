@@ -7,6 +7,7 @@ pub mod kernbench;
 pub mod nas_omp;
 pub mod periodic;
 pub mod program;
+pub mod rtapp;
 pub mod spec;
 pub mod sqlite_insert;
 pub mod stress_ng_cpu;
@@ -51,6 +52,11 @@ pub trait Model: std::fmt::Debug {
     fn build(&self) -> Result<CustomWorkload, String>;
     /// The metrics the real tool reports, from marks, task statistics and the clock.
     fn metrics(&self, sim: &Sim) -> Metrics;
+    /// The run's length when the workload itself sets one (rt-app's `global.duration`) and the
+    /// configuration gives none.
+    fn duration_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a generator needs to build a model.
@@ -80,6 +86,7 @@ pub fn generators() -> Vec<Generator> {
         x264::generator(),
         kernbench::generator(),
         gitsource::generator(),
+        rtapp::generator(),
     ]
 }
 
@@ -169,6 +176,19 @@ impl<'a> Params<'a> {
         Ok(x)
     }
 
+    /// A string parameter; `None` when absent.
+    pub fn string(&self, name: &str) -> Result<Option<String>, String> {
+        debug_assert!(self.allowed.contains(&name));
+        match self.map.get(name) {
+            None => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => Err(format!(
+                "workload '{}': parameter {name} = {v}: expected a string",
+                self.workload
+            )),
+        }
+    }
+
     pub fn int(&self, name: &str, default: i64, lo: i64, hi: i64) -> Result<i64, String> {
         let x = self.f64(name, default as f64, lo as f64, hi as f64)?;
         if x.fract() != 0.0 {
@@ -242,6 +262,14 @@ impl Workload {
         match self {
             Workload::Model(m) => program::compile(&m.build()?),
             Workload::Custom(c) => program::compile(c),
+        }
+    }
+
+    /// The run's length the workload sets itself, if any (used when the config gives none).
+    pub fn duration_ns(&self) -> Option<u64> {
+        match self {
+            Workload::Model(m) => m.duration_ns(),
+            Workload::Custom(_) => None,
         }
     }
 

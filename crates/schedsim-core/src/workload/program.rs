@@ -78,6 +78,17 @@ pub enum Op {
         program: usize,
     },
     Yield,
+    /// A named periodic clock (rt-app `timer`); `clock` indexes `Compiled::clocks`.
+    Clock {
+        clock: usize,
+        period_ns: u64,
+        unique: bool,
+        relative: bool,
+        origin_ns: u64,
+    },
+    SetAffinity {
+        cpus: Vec<usize>,
+    },
 }
 
 /// One task template.
@@ -113,6 +124,8 @@ pub struct Compiled {
     pub mutexes: Vec<String>,
     pub conds: Vec<String>,
     pub barriers: Vec<String>,
+    /// Clock names (rt-app timer refs), indexed by clock id.
+    pub clocks: Vec<String>,
     /// Parties of each barrier: the initial task instances whose program names it.
     pub barrier_parties: Vec<u32>,
 }
@@ -131,6 +144,7 @@ struct Names {
     mutexes: Vec<String>,
     conds: Vec<String>,
     barriers: Vec<String>,
+    clocks: Vec<String>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> usize {
@@ -248,6 +262,20 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                 program: ctx.template(task, "resume")?,
             },
             OpSpec::Yield => Op::Yield,
+            OpSpec::Clock {
+                name,
+                period_ns,
+                unique,
+                relative,
+                origin_ns,
+            } => Op::Clock {
+                clock: intern(&mut ctx.names.clocks, name),
+                period_ns: *period_ns,
+                unique: *unique,
+                relative: *relative,
+                origin_ns: *origin_ns,
+            },
+            OpSpec::SetAffinity { cpus } => Op::SetAffinity { cpus: cpus.clone() },
             OpSpec::Loop { count, body } => {
                 let begin = out.len();
                 out.push(Op::LoopBegin {
@@ -322,6 +350,7 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
         mutexes: names.mutexes,
         conds: names.conds,
         barriers: names.barriers,
+        clocks: names.clocks,
         barrier_parties,
     })
 }

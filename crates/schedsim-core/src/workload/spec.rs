@@ -160,6 +160,27 @@ pub enum OpSpec {
     },
     /// `sched_yield()`.
     Yield,
+    /// rt-app's `timer` with its `ref`: a named periodic clock. Each execution moves the clock's
+    /// next expiry by `period_ns` (a clock's first use starts it at the absolute time
+    /// `origin_ns`); the task sleeps until that expiry if it is still ahead and continues at
+    /// once otherwise, re-basing the clock on now when `relative`. `unique`: one clock per task
+    /// (rt-app's `"unique"` refs); otherwise one clock shared by every task naming it.
+    /// `period_ns` may be 0.
+    Clock {
+        name: String,
+        period_ns: u64,
+        #[serde(default)]
+        unique: bool,
+        #[serde(default = "yes")]
+        relative: bool,
+        #[serde(default)]
+        origin_ns: u64,
+    },
+    /// `sched_setaffinity()` on itself: the allowed CPUs become `cpus` (empty = all); if the
+    /// current CPU is no longer allowed, the stopper moves the task to the first allowed CPU.
+    SetAffinity {
+        cpus: Vec<usize>,
+    },
 }
 
 /// A distribution of work in cycles.

@@ -4,11 +4,12 @@
 //! (TASK_INTERRUPTIBLE) and is woken from the CPU of the task that releases it, which pays
 //! the wakeup.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::Sim;
 use crate::sched::core::WakeFlags;
 use crate::sched::task::{TaskId, TaskState};
+use crate::sim::time::Time;
 
 /// A mutex.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +31,10 @@ pub struct SyncState {
     pub mutexes: Vec<MutexState>,
     pub conds: Vec<VecDeque<TaskId>>,
     pub barriers: Vec<BarrierState>,
+    /// Next expiry of each shared clock (`Op::Clock`), `None` before its first use.
+    pub clocks: Vec<Option<Time>>,
+    /// Next expiry of the per-task (`unique`) clocks, by (task, clock).
+    pub task_clocks: BTreeMap<(TaskId, usize), Time>,
 }
 
 impl SyncState {
@@ -38,6 +43,8 @@ impl SyncState {
             mutexes: vec![MutexState::default(); nmutex],
             conds: vec![VecDeque::new(); ncond],
             barriers: vec![BarrierState::default(); nbarrier],
+            clocks: Vec::new(),
+            task_clocks: BTreeMap::new(),
         }
     }
 }
@@ -116,6 +123,48 @@ impl Sim {
         self.tasks[t].suspended = true;
         self.block_task(t, cpu, TaskState::Sleeping);
         false
+    }
+
+    /// rt-app `timer` on a named clock: returns true if the task continues at once (the expiry
+    /// has come), false if it sleeps until the expiry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn op_clock(
+        &mut self,
+        t: TaskId,
+        cpu: usize,
+        clock: usize,
+        period_ns: u64,
+        unique: bool,
+        relative: bool,
+        origin_ns: u64,
+    ) -> bool {
+        let prev = if unique {
+            self.sync.task_clocks.get(&(t, clock)).copied()
+        } else {
+            if self.sync.clocks.len() <= clock {
+                self.sync.clocks.resize(clock + 1, None);
+            }
+            self.sync.clocks[clock]
+        };
+        let next = prev.unwrap_or(origin_ns) + period_ns;
+        let now = self.now;
+        let (stored, sleep) = if now < next {
+            (next, true)
+        } else if relative {
+            (now, false)
+        } else {
+            (next, false)
+        };
+        if unique {
+            self.sync.task_clocks.insert((t, clock), stored);
+        } else {
+            self.sync.clocks[clock] = Some(stored);
+        }
+        if sleep {
+            self.arm_task_timer(t, cpu, next);
+            self.block_task(t, cpu, TaskState::Sleeping);
+        }
+        !sleep
     }
 
     /// `resume`: wake the suspended instances of a template, or leave them a pending resume.
