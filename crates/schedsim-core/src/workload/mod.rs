@@ -1,10 +1,15 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
+pub mod dbench;
+pub mod loadfile;
+pub mod netperf;
 pub mod periodic;
+pub mod pgbench;
 pub mod program;
 pub mod spec;
 pub mod sync;
+pub mod tbench;
 
 use std::collections::BTreeMap;
 
@@ -62,7 +67,17 @@ pub struct Generator {
 
 /// Every generator the core knows, in listing order.
 pub fn generators() -> Vec<Generator> {
-    vec![periodic::generator()]
+    vec![
+        periodic::generator(),
+        tbench::generator(),
+        dbench::generator(),
+        pgbench::generator_ro(),
+        pgbench::generator_rw(),
+        netperf::generator(netperf::Proto::Tcp, netperf::Test::Rr),
+        netperf::generator(netperf::Proto::Udp, netperf::Test::Rr),
+        netperf::generator(netperf::Proto::Tcp, netperf::Test::Stream),
+        netperf::generator(netperf::Proto::Udp, netperf::Test::Stream),
+    ]
 }
 
 /// Every generator's description, plus `custom`.
