@@ -1,9 +1,10 @@
 //! `dbench` (dbench 4's `fileio` backend, MMTests `dbench4` with `config-io-dbench4-async`,
 //! spec/workloads.md §2): N client processes, each replaying MMTests' `client-tiny.txt` forever
 //! against the local filesystem. Every loadfile line is the interpreter's work plus the op's
-//! system-call work; `Flush` (fsync) blocks in iowait, part of it inside the filesystem's one
-//! journal (a mutex all clients share), `Unlink` waits briefly, and writes are throttled now
-//! and then.
+//! system-call work; `Flush` (fsync) blocks in iowait for its data, then asks the filesystem's
+//! journal thread (`jbd2`, one per filesystem) to commit and waits for that commit, which
+//! serves every fsync waiting when it starts (group commit); `Unlink` waits briefly, and writes
+//! are throttled now and then.
 //!
 //! Metrics as MMTests reports them: the per-pass `loadfile` times (the default metric, "dbench4
 //! Loadfile Execution Time", lower is better), the traditional MB/s (bytes since the start of
@@ -24,8 +25,12 @@ pub fn constants() -> Constants {
     Constants::parse("dbench", CONSTANTS).expect("data/workloads/dbench.json is valid")
 }
 
-/// The mutex standing for the filesystem's journal (jbd2 commits one transaction at a time).
-pub const JOURNAL: &str = "jbd2";
+/// The journal's objects: the mutex standing for the running commit (the journal thread holds
+/// it while it commits), the condition that requests a commit and the one that tells the
+/// waiting fsyncs that their commit has started.
+pub const JLOCK: &str = "jbd2-commit";
+pub const JREQ: &str = "jbd2-request";
+pub const JSTART: &str = "jbd2-commit-start";
 
 pub fn generator() -> Generator {
     Generator {
@@ -37,7 +42,7 @@ pub fn generator() -> Generator {
 pub fn info() -> WorkloadInfo {
     WorkloadInfo {
         name: "dbench",
-        description: "dbench 4 (MMTests dbench4, fileio backend): N clients replaying client-tiny.txt against a journaling filesystem; Flush blocks in iowait, partly serialised through the journal; per-pass loadfile times, MB/s and per-second max latency.",
+        description: "dbench 4 (MMTests dbench4, fileio backend): N clients replaying client-tiny.txt against ext4; Flush blocks in iowait for its data and for a journal commit by the jbd2 thread (group commit); per-pass loadfile times, MB/s and per-second max latency.",
         params: vec![
             ParamInfo { name: "clients", default: 1.into(), description: "client processes" },
             ParamInfo { name: "warmup_s", default: 0.0.into(), description: "seconds excluded from the throughput, the loadfile samples and the latency samples (MMTests runs dbench with --warmup 0)" },
@@ -46,6 +51,7 @@ pub fn info() -> WorkloadInfo {
             "loadfile_ms_mean", "loadfile_ms_min", "loadfile_ms_max", "loadfile_ms_stddev",
             "loadfile_ms_p50", "loadfile_ms_p75", "loadfile_ms_p90", "loadfile_ms_p99",
             "loadfile_passes", "throughput_mb_s", "latency_ms_mean", "latency_ms_max",
+            "journal_commits_per_s",
         ],
         primary: "loadfile_ms_mean",
         higher_is_better: false,
@@ -58,10 +64,10 @@ pub fn info() -> WorkloadInfo {
 pub struct OpCost {
     /// CPU of the op itself (cycles), after the interpreter's parse.
     pub cpu: f64,
-    /// Wait in iowait outside the journal (ns).
+    /// Wait in iowait (ns): the op's own device time (for Flush, the file's data).
     pub io_ns: u64,
-    /// Wait in iowait holding the journal (ns).
-    pub journal_ns: u64,
+    /// Then wait for a journal commit (Flush).
+    pub commit: bool,
 }
 
 #[derive(Debug)]
@@ -73,6 +79,8 @@ pub struct Dbench {
     ck_bytes: Vec<u64>,
     parse: f64,
     costs: Vec<OpCost>,
+    commit_cpu: f64,
+    commit_ns: u64,
 }
 
 impl Dbench {
@@ -84,7 +92,10 @@ impl Dbench {
         let lines = loadfile::client_tiny();
         let cks = loadfile::checkpoints(lines.len(), lf.get("checkpoints_per_pass") as usize);
         let ck_bytes = loadfile::checkpoint_bytes(&lines, &cks);
-        let costs = op_costs(&lines, &constants(), lf.get("ref_mhz"));
+        let k = constants();
+        let costs = op_costs(&lines, &k, lf.get("ref_mhz"));
+        let flush_io = k.get("flush_io_us") * 1e3;
+        let commit_ns = (flush_io * k.get("journal_fraction")).round() as u64;
         Ok(Dbench {
             clients,
             warmup_ns: (warmup_s * 1e9).round() as u64,
@@ -93,6 +104,8 @@ impl Dbench {
             ck_bytes,
             parse: lf.get("parse_cycles"),
             costs,
+            commit_cpu: k.get("jbd2_commit_cpu_us") * lf.get("ref_mhz"),
+            commit_ns,
         })
     }
 
@@ -125,7 +138,7 @@ impl Dbench {
         };
         for (i, c) in self.costs.iter().enumerate() {
             acc += self.parse;
-            if c.io_ns > 0 || c.journal_ns > 0 {
+            if c.io_ns > 0 || c.commit {
                 // a blocking op: time it (dbench's latency is per op, from child_op's start)
                 flush(&mut body, &mut acc);
                 body.push(OpSpec::Mark { name: "ls".into() });
@@ -134,13 +147,22 @@ impl Dbench {
                 if c.io_ns > 0 {
                     body.push(OpSpec::Io { ns: c.io_ns });
                 }
-                if c.journal_ns > 0 {
+                if c.commit {
+                    // jbd2_log_start_commit + jbd2_log_wait_commit: ask the journal thread
+                    // for a commit and wait until it has started (the request cannot be lost:
+                    // it is made holding the commit mutex, which the thread holds except
+                    // while it waits for requests), then until it is written (the thread
+                    // releases the mutex when it waits for the next request)
                     body.push(OpSpec::Lock {
-                        mutex: JOURNAL.into(),
+                        mutex: JLOCK.into(),
                     });
-                    body.push(OpSpec::Io { ns: c.journal_ns });
+                    body.push(OpSpec::Signal { cond: JREQ.into() });
+                    body.push(OpSpec::CondWait {
+                        cond: JSTART.into(),
+                        mutex: JLOCK.into(),
+                    });
                     body.push(OpSpec::Unlock {
-                        mutex: JOURNAL.into(),
+                        mutex: JLOCK.into(),
                     });
                 }
                 body.push(OpSpec::Mark { name: "le".into() });
@@ -155,6 +177,36 @@ impl Dbench {
         }
         flush(&mut body, &mut acc);
         vec![OpSpec::Loop { count: -1, body }]
+    }
+
+    /// The journal thread (`kjournald2`): holding the commit mutex except while it waits for
+    /// a request, it starts a commit (every fsync waiting by then joins it) and writes it.
+    fn jbd2(&self) -> Vec<OpSpec> {
+        vec![
+            OpSpec::Lock {
+                mutex: JLOCK.into(),
+            },
+            OpSpec::Loop {
+                count: -1,
+                body: vec![
+                    OpSpec::CondWait {
+                        cond: JREQ.into(),
+                        mutex: JLOCK.into(),
+                    },
+                    OpSpec::Run {
+                        cycles: self.commit_cpu,
+                        stall_ns: 0.0,
+                    },
+                    OpSpec::Mark {
+                        name: "commit".into(),
+                    },
+                    OpSpec::Broadcast {
+                        cond: JSTART.into(),
+                    },
+                    OpSpec::Io { ns: self.commit_ns },
+                ],
+            },
+        ]
     }
 }
 
@@ -172,14 +224,15 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
     let mut cum = 0u64;
     let mut next_pause = 0u64;
     let flush_io = ns("flush_io_us");
-    let journal = (flush_io as f64 * k.get("journal_fraction")).round() as u64;
+    let commit = (flush_io as f64 * k.get("journal_fraction")).round() as u64;
+    let data = flush_io - commit;
     lines
         .iter()
         .map(|l| {
             let cpu_only = |cpu: f64| OpCost {
                 cpu,
                 io_ns: 0,
-                journal_ns: 0,
+                commit: false,
             };
             match l.kind {
                 Kind::NtCreateX => cpu_only(us("ntcreatex_us")),
@@ -188,7 +241,7 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
                 Kind::Unlink => OpCost {
                     cpu: us("unlink_cpu_us"),
                     io_ns: ns("unlink_io_us"),
-                    journal_ns: 0,
+                    commit: false,
                 },
                 Kind::Deltree => cpu_only(us("deltree_us")),
                 Kind::Mkdir | Kind::Rmdir => cpu_only(us("mkdir_us")),
@@ -214,7 +267,7 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
                         OpCost {
                             cpu,
                             io_ns: ns("write_throttle_us"),
-                            journal_ns: 0,
+                            commit: false,
                         }
                     } else {
                         cpu_only(cpu)
@@ -222,8 +275,8 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
                 }
                 Kind::Flush => OpCost {
                     cpu: us("flush_cpu_us"),
-                    io_ns: flush_io - journal,
-                    journal_ns: journal,
+                    io_ns: data,
+                    commit: true,
                 },
             }
         })
@@ -232,26 +285,48 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
 
 impl Model for Dbench {
     fn build(&self) -> Result<CustomWorkload, String> {
+        let jbd2 = super::tbench::task("jbd2".into(), self.jbd2());
         Ok(CustomWorkload {
-            tasks: vec![TaskSpec {
-                name: "dbench".into(),
-                instances: self.clients,
-                nice: 0,
-                policy: "SCHED_OTHER".into(),
-                priority: 0,
-                cpus: vec![],
-                start: true,
-                delay_ns: 0,
-                start_cpu: None,
-                program: self.program(),
-            }],
+            tasks: vec![
+                TaskSpec {
+                    name: "dbench".into(),
+                    instances: self.clients,
+                    nice: 0,
+                    policy: "SCHED_OTHER".into(),
+                    priority: 0,
+                    cpus: vec![],
+                    start: true,
+                    delay_ns: 0,
+                    start_cpu: None,
+                    program: self.program(),
+                },
+                jbd2,
+            ],
             channels: vec![],
         })
     }
 
     fn metrics(&self, sim: &Sim) -> Metrics {
-        let clients: Vec<usize> = (0..sim.tasks.len()).collect();
+        let clients: Vec<usize> = (0..sim.tasks.len())
+            .filter(|&t| sim.tasks[t].program == 0)
+            .collect();
         let mut values = BTreeMap::new();
+        let w = self.warmup_ns.min(sim.now);
+        let commit = sim.compiled.marks.iter().position(|m| m == "commit");
+        let commits = sim
+            .marks
+            .iter()
+            .filter(|&&(t, _, m)| Some(m) == commit && t > w)
+            .count();
+        let secs = (sim.now - w) as f64 * 1e-9;
+        values.insert(
+            "journal_commits_per_s".into(),
+            if secs > 0.0 {
+                commits as f64 / secs
+            } else {
+                0.0
+            },
+        );
         let (mean, max) = latency_per_second(sim, self.warmup_ns);
         values.insert("latency_ms_mean".into(), mean);
         values.insert("latency_ms_max".into(), max);
