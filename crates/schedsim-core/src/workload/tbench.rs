@@ -93,7 +93,7 @@ pub struct Tbench {
 impl Tbench {
     pub fn new(params: &BTreeMap<String, serde_json::Value>) -> Result<Self, String> {
         let p = Params::new("tbench", params, &info())?;
-        let clients = p.int("clients", 1, 1, 4096)? as u32;
+        let clients = p.int("clients", 1, 1, 1024)? as u32;
         let warmup_s = p.f64("warmup_s", 0.0, 0.0, 86_400.0)?;
         let lf = loadfile::constants();
         let lines = loadfile::client_tiny();
