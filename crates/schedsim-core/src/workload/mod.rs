@@ -1,17 +1,22 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
+pub mod dbench;
 pub mod fio;
 pub mod gitsource;
 pub mod kernbench;
+pub mod loadfile;
 pub mod nas_omp;
+pub mod netperf;
 pub mod periodic;
+pub mod pgbench;
 pub mod program;
 pub mod rtapp;
 pub mod spec;
 pub mod sqlite_insert;
 pub mod stress_ng_cpu;
 pub mod sync;
+pub mod tbench;
 pub mod tiobench;
 pub mod x264;
 
@@ -87,6 +92,14 @@ pub fn generators() -> Vec<Generator> {
         kernbench::generator(),
         gitsource::generator(),
         rtapp::generator(),
+        tbench::generator(),
+        dbench::generator(),
+        pgbench::generator_ro(),
+        pgbench::generator_rw(),
+        netperf::generator(netperf::Proto::Tcp, netperf::Test::Rr),
+        netperf::generator(netperf::Proto::Udp, netperf::Test::Rr),
+        netperf::generator(netperf::Proto::Tcp, netperf::Test::Stream),
+        netperf::generator(netperf::Proto::Udp, netperf::Test::Stream),
     ]
 }
 

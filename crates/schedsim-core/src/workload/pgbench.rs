@@ -1,0 +1,300 @@
+//! `pgbench-ro` and `pgbench-rw` (MMTests `config-db-pgbench-timed-{ro,rw}`, spec/workloads.md
+//! §9.1): a PostgreSQL server with one backend process per connection and `pgbench -c C -j J`
+//! client threads over TCP loopback (MMTests sets PGHOST=127.0.0.1). Every statement is one
+//! request/response between a client thread and its connection's backend.
+//!
+//! - `pgbench-ro` runs the built-in `select-only` script: one `SELECT abalance FROM
+//!   pgbench_accounts WHERE aid = :aid` per transaction.
+//! - `pgbench-rw` runs the built-in `tpcb-like` script: BEGIN, UPDATE accounts, SELECT, UPDATE
+//!   tellers, UPDATE branches, INSERT history, END. The commit (END) flushes the WAL in iowait
+//!   while holding `WALWriteLock` (one flush at a time).
+//!
+//! Metric: `tps` (pgbench's transactions per second, MMTests' Hmean of `txn-<clients>`, higher
+//! is better) and the average latency pgbench prints (clients / tps, no think time).
+
+use std::collections::BTreeMap;
+
+use super::constants::Constants;
+use super::spec::{ChannelSpec, CustomWorkload, Dist, OpSpec};
+use super::tbench::{loopback, task, SockCosts};
+use super::{GenCtx, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
+use crate::engine::Sim;
+
+pub const CONSTANTS: &str = include_str!("../../data/workloads/pgbench.json");
+
+pub fn constants() -> Constants {
+    Constants::parse("pgbench", CONSTANTS).expect("data/workloads/pgbench.json is valid")
+}
+
+/// The lock a commit holds while it flushes the WAL.
+pub const WAL_LOCK: &str = "WALWriteLock";
+
+pub fn generator_ro() -> Generator {
+    Generator {
+        info: info_ro,
+        make: |ctx| Ok(Box::new(Pgbench::new(ctx, false)?)),
+    }
+}
+
+pub fn generator_rw() -> Generator {
+    Generator {
+        info: info_rw,
+        make: |ctx| Ok(Box::new(Pgbench::new(ctx, true)?)),
+    }
+}
+
+fn params() -> Vec<ParamInfo> {
+    vec![
+        ParamInfo {
+            name: "clients",
+            default: 1.into(),
+            description: "connections (pgbench -c), one backend process each",
+        },
+        ParamInfo {
+            name: "warmup_s",
+            default: 0.0.into(),
+            description: "seconds excluded from tps",
+        },
+    ]
+}
+
+pub fn info_ro() -> WorkloadInfo {
+    WorkloadInfo {
+        name: "pgbench-ro",
+        description: "pgbench select-only (MMTests pgbench-timed-ro): C backends and J client threads (J from the machine's CPUs and nodes, spec 9.1), one SELECT round trip per transaction over loopback TCP; tps.",
+        params: params(),
+        metrics: vec!["tps", "latency_ms_mean", "transactions", "threads"],
+        primary: "tps",
+        higher_is_better: true,
+        open_ended: true,
+    }
+}
+
+pub fn info_rw() -> WorkloadInfo {
+    WorkloadInfo {
+        name: "pgbench-rw",
+        description: "pgbench tpcb-like (MMTests pgbench-timed-rw): seven statement round trips per transaction, the commit flushing the WAL in iowait under WALWriteLock; tps.",
+        params: params(),
+        metrics: vec!["tps", "latency_ms_mean", "transactions", "threads"],
+        primary: "tps",
+        higher_is_better: true,
+        open_ended: true,
+    }
+}
+
+/// One statement of a script: its mean backend work, whether it commits.
+#[derive(Clone, Copy, Debug)]
+struct Stmt {
+    cycles: f64,
+    commit: bool,
+}
+
+#[derive(Debug)]
+pub struct Pgbench {
+    pub rw: bool,
+    pub clients: u32,
+    /// pgbench -j: client threads.
+    pub threads: u32,
+    pub warmup_ns: u64,
+    script: Vec<Stmt>,
+    client_stmt: f64,
+    sigma: f64,
+    wal_flush_ns: u64,
+    query_bytes: u64,
+    result_bytes: u64,
+    sock: SockCosts,
+}
+
+/// pgbench -j as spec/workloads.md §9.1 gives it: J = clamp(C, NUM_NODES, CPUs/NUM_NODES/8),
+/// i.e. at least one thread per node, at most one per 8 CPUs of a node, and never more threads
+/// than connections (pgbench refuses that).
+pub fn threads_for(clients: u32, cpus: usize, nodes: usize) -> u32 {
+    let nodes = nodes.max(1) as u32;
+    let hi = (cpus as u32 / nodes / 8).max(nodes);
+    clients.clamp(nodes, hi).min(clients).max(1)
+}
+
+impl Pgbench {
+    pub fn new(ctx: &GenCtx, rw: bool) -> Result<Self, String> {
+        let info = if rw { info_rw() } else { info_ro() };
+        let p = Params::new(info.name, ctx.params, &info)?;
+        let clients = p.int("clients", 1, 1, 4096)? as u32;
+        let warmup_s = p.f64("warmup_s", 0.0, 0.0, 86_400.0)?;
+        let k = constants();
+        let threads = threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len());
+        let sel = Stmt {
+            cycles: k.get("backend_select_cycles"),
+            commit: false,
+        };
+        let dml = Stmt {
+            cycles: k.get("backend_dml_cycles"),
+            commit: false,
+        };
+        let ctl = Stmt {
+            cycles: k.get("backend_txn_control_cycles"),
+            commit: false,
+        };
+        let script = if rw {
+            // BEGIN; UPDATE accounts; SELECT; UPDATE tellers; UPDATE branches; INSERT; END
+            vec![
+                ctl,
+                dml,
+                sel,
+                dml,
+                dml,
+                dml,
+                Stmt {
+                    commit: true,
+                    ..ctl
+                },
+            ]
+        } else {
+            vec![sel]
+        };
+        Ok(Pgbench {
+            rw,
+            clients,
+            threads,
+            warmup_ns: (warmup_s * 1e9).round() as u64,
+            script,
+            client_stmt: k.get("client_stmt_cycles"),
+            sigma: k.get("backend_sigma"),
+            wal_flush_ns: (k.get("wal_flush_us") * 1e3).round() as u64,
+            query_bytes: k.get("query_bytes") as u64,
+            result_bytes: k.get("result_bytes") as u64,
+            sock: SockCosts::new(&loopback()),
+        })
+    }
+
+    /// The connections thread `j` serves: pgbench deals them out in contiguous blocks, the
+    /// first threads taking one more when C is not a multiple of J.
+    pub fn connections(&self, j: u32) -> std::ops::Range<u32> {
+        let (c, t) = (self.clients, self.threads);
+        let start = j * (c / t) + j.min(c % t);
+        let len = c / t + u32::from(j < c % t);
+        start..start + len
+    }
+
+    fn backend(&self, i: u32) -> Vec<OpSpec> {
+        let req = format!("pg-query-{i}");
+        let rsp = format!("pg-result-{i}");
+        let mut body = Vec::new();
+        for s in &self.script {
+            body.push(OpSpec::Recv { chan: req.clone() });
+            // read the query, then reply after the statement's work
+            body.push(OpSpec::Run {
+                cycles: self.sock.recv(self.query_bytes, 1) + self.sock.tcp_send(self.result_bytes),
+                stall_ns: 0.0,
+            });
+            body.push(OpSpec::RunDist {
+                dist: Dist::LogNormal {
+                    mu: 0.0,
+                    sigma: self.sigma,
+                    // mean-preserving: E[exp(N(0, s))] = exp(s^2 / 2)
+                    scale: s.cycles * (-self.sigma * self.sigma / 2.0).exp(),
+                },
+                stall_ns: 0.0,
+            });
+            if s.commit {
+                body.push(OpSpec::Lock {
+                    mutex: WAL_LOCK.into(),
+                });
+                body.push(OpSpec::Io {
+                    ns: self.wal_flush_ns,
+                });
+                body.push(OpSpec::Unlock {
+                    mutex: WAL_LOCK.into(),
+                });
+            }
+            body.push(OpSpec::Send { chan: rsp.clone() });
+        }
+        vec![OpSpec::Loop { count: -1, body }]
+    }
+
+    fn client_thread(&self, j: u32) -> Vec<OpSpec> {
+        let issue = self.client_stmt + self.sock.tcp_send(self.query_bytes);
+        let mut prog = Vec::new();
+        // open every connection's first transaction
+        for i in self.connections(j) {
+            prog.push(OpSpec::Run {
+                cycles: issue,
+                stall_ns: 0.0,
+            });
+            prog.push(OpSpec::Send {
+                chan: format!("pg-query-{i}"),
+            });
+        }
+        let mut body = Vec::new();
+        let last = self.script.len() - 1;
+        for s in 0..self.script.len() {
+            for i in self.connections(j) {
+                body.push(OpSpec::Recv {
+                    chan: format!("pg-result-{i}"),
+                });
+                if s == last {
+                    body.push(OpSpec::Mark { name: "txn".into() });
+                }
+                // take the result, then issue the connection's next statement
+                body.push(OpSpec::Run {
+                    cycles: self.sock.recv(self.result_bytes, 1) + issue,
+                    stall_ns: 0.0,
+                });
+                body.push(OpSpec::Send {
+                    chan: format!("pg-query-{i}"),
+                });
+            }
+        }
+        prog.push(OpSpec::Loop { count: -1, body });
+        prog
+    }
+}
+
+impl Model for Pgbench {
+    fn build(&self) -> Result<CustomWorkload, String> {
+        let mut tasks = Vec::new();
+        let mut channels = Vec::new();
+        for j in 0..self.threads {
+            tasks.push(task(format!("pgbench-{j}"), self.client_thread(j)));
+        }
+        for i in 0..self.clients {
+            tasks.push(task(format!("postgres-{i}"), self.backend(i)));
+            for ch in [format!("pg-query-{i}"), format!("pg-result-{i}")] {
+                channels.push(ChannelSpec {
+                    name: ch,
+                    capacity: 1,
+                });
+            }
+        }
+        Ok(CustomWorkload { tasks, channels })
+    }
+
+    fn metrics(&self, sim: &Sim) -> Metrics {
+        let end = sim.now;
+        let w = self.warmup_ns.min(end);
+        let id = sim.compiled.marks.iter().position(|m| m == "txn");
+        let n = sim
+            .marks
+            .iter()
+            .filter(|&&(t, _, m)| Some(m) == id && t > w)
+            .count();
+        let secs = (end - w) as f64 * 1e-9;
+        let tps = if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let mut values = BTreeMap::new();
+        values.insert("tps".into(), tps);
+        values.insert(
+            "latency_ms_mean".into(),
+            if tps > 0.0 {
+                1e3 * self.clients as f64 / tps
+            } else {
+                0.0
+            },
+        );
+        values.insert("transactions".into(), n as f64);
+        values.insert("threads".into(), self.threads as f64);
+        Metrics {
+            values,
+            primary: "tps".into(),
+            higher_is_better: true,
+        }
+    }
+}

@@ -1,0 +1,602 @@
+//! The network and file-server benchmark models (tbench, dbench, pgbench, netperf) against
+//! numbers derived independently of the models' code: the loadfile's byte totals and op mix,
+//! the calibration data's per-op latencies, closed forms of request/response and streaming
+//! rates on machines without kernel costs, and the benchmarks' structure.
+
+mod common;
+
+use common::*;
+use schedsim_core::workload::pgbench::threads_for;
+use schedsim_core::workload::program::Op;
+use schedsim_core::workload::registry;
+use schedsim_core::Sim;
+use serde_json::{json, Value};
+
+/// Client-tiny.txt: bytes one pass credits (7,711,510 written + 11,408,226 read).
+const PASS_BYTES: f64 = 19_119_736.0;
+
+/// `cores` CPUs at `khz` with the presets' kernel costs (6000-cycle switches, 4000-cycle
+/// wakeups) and only shallow idle states (POLL, C1 with 2 us exit). Cross-CPU ping-pongs then
+/// pay little for idle exits, so the tests see the models' work rather than idle-state choices.
+fn shallow(cores: usize, khz: u64, costs: bool) -> Value {
+    let mut m = smp(cores, 1, khz, costs);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true},
+        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "power_mw": 500.0, "turbo_active": true}]);
+    m
+}
+
+fn wl(name: &str, params: Value) -> Value {
+    json!({"name": name, "params": params})
+}
+
+fn sim(machine: Value, name: &str, params: Value, ms: f64) -> Sim {
+    run(config(machine, wl(name, params), "6.12", ms))
+}
+
+fn metric(s: &Sim, key: &str) -> f64 {
+    let m = s.workload.metrics(s);
+    *m.values
+        .get(key)
+        .unwrap_or_else(|| panic!("no metric {key} in {:?}", m.values))
+}
+
+fn build_err(name: &str, params: Value) -> String {
+    match Sim::new(config(
+        shallow(2, 1_000_000, true),
+        wl(name, params),
+        "6.12",
+        10.0,
+    )) {
+        Ok(_) => panic!("{name}: expected an error"),
+        Err(e) => e,
+    }
+}
+
+fn busy(s: &Sim) -> f64 {
+    s.rqs.iter().map(|r| r.busy_ns as f64).sum::<f64>() / (s.now as f64 * s.rqs.len() as f64)
+}
+
+// ------------------------------------------------------------------ registry
+
+#[test]
+fn every_model_is_registered_with_its_primary_metric() {
+    let reg = registry();
+    let want = [
+        ("tbench", "throughput_mb_s", true),
+        ("dbench", "loadfile_ms_mean", false),
+        ("pgbench-ro", "tps", true),
+        ("pgbench-rw", "tps", true),
+        ("netperf-tcp-rr", "trans_per_s", true),
+        ("netperf-udp-rr", "trans_per_s", true),
+        ("netperf-tcp-stream", "throughput_mbit_s", true),
+        ("netperf-udp-stream", "throughput_mbit_s", true),
+    ];
+    for (name, primary, hib) in want {
+        let w = reg
+            .iter()
+            .find(|w| w.name == name)
+            .unwrap_or_else(|| panic!("{name} not registered"));
+        assert_eq!(w.primary, primary, "{name}");
+        assert_eq!(w.higher_is_better, hib, "{name}");
+        assert!(w.open_ended, "{name} runs until stopped");
+        assert!(w.metrics.contains(&primary), "{name} lists its primary");
+    }
+}
+
+#[test]
+fn open_ended_models_need_a_duration() {
+    let e = match Sim::new(config(
+        shallow(2, 1_000_000, true),
+        wl("tbench", json!({})),
+        "6.12",
+        0.0,
+    )) {
+        Ok(_) => panic!("tbench without a duration must fail"),
+        Err(e) => e,
+    };
+    assert!(e.contains("duration"), "{e}");
+}
+
+// ------------------------------------------------------------------ tbench
+
+#[test]
+fn tbench_pairs_each_client_with_its_own_server() {
+    let n = 3;
+    let s = Sim::new(config(
+        shallow(2, 1_000_000, true),
+        wl("tbench", json!({"clients": n})),
+        "6.12",
+        10.0,
+    ))
+    .unwrap();
+    let c = &s.compiled;
+    assert_eq!(c.programs.len(), 2 * n, "N clients and N servers");
+    assert_eq!(
+        c.channels.len(),
+        2 * n,
+        "a request and a reply channel per pair"
+    );
+    assert!(c.channels.iter().all(|ch| ch.capacity == 1));
+    for (p, prog) in c.programs.iter().enumerate() {
+        let id = p % n;
+        let want = if p < n {
+            format!("tbench-{id}")
+        } else {
+            format!("tbench_srv-{id}")
+        };
+        assert_eq!(prog.name, want);
+        let mut sends = 0;
+        for op in &prog.ops {
+            let ch = match op {
+                Op::Send { chan } | Op::Recv { chan } => *chan,
+                _ => continue,
+            };
+            sends += 1;
+            let name = &c.channels[ch].name;
+            assert!(
+                name.ends_with(&format!("-{id}")),
+                "{} uses channel {name}",
+                prog.name
+            );
+        }
+        assert!(sends > 0);
+    }
+    // and at run time every server serves: it runs as long as its client does
+    let s = sim(
+        shallow(4, 1_000_000, true),
+        "tbench",
+        json!({"clients": n}),
+        100.0,
+    );
+    assert_eq!(s.tasks.len(), 2 * n);
+    for t in &s.tasks {
+        assert!(
+            t.stats.cpu_ns > 10_000_000,
+            "{} ran {} ns",
+            t.comm,
+            t.stats.cpu_ns
+        );
+    }
+}
+
+#[test]
+fn tbench_reports_bytes_over_elapsed_like_tbench() {
+    let s = sim(shallow(2, 3_000_000, true), "tbench", json!({}), 300.0);
+    let tput = metric(&s, "throughput_mb_s");
+    let passes = metric(&s, "loadfile_passes");
+    let elapsed = s.now as f64 * 1e-9;
+    let bytes = tput * 1e6 * elapsed;
+    // the bytes done are the completed passes plus part of the pass in progress (all of its
+    // bytes if only its last, data-less lines are left)
+    assert!(passes >= 3.0, "passes {passes}");
+    assert!(
+        bytes >= passes * PASS_BYTES && bytes <= (passes + 1.0) * PASS_BYTES,
+        "{bytes} bytes for {passes} passes of {PASS_BYTES}"
+    );
+    // a pass takes elapsed / passes, give or take the pass in progress
+    let mean = metric(&s, "loadfile_ms_mean");
+    assert!(
+        mean * passes <= elapsed * 1e3 && mean * (passes + 1.0) > elapsed * 1e3,
+        "mean pass {mean} ms, {passes} passes in {elapsed} s"
+    );
+    assert!(metric(&s, "loadfile_ms_min") <= metric(&s, "loadfile_ms_p50"));
+    assert!(metric(&s, "loadfile_ms_p50") <= metric(&s, "loadfile_ms_p99"));
+    assert!(metric(&s, "loadfile_ms_p99") <= metric(&s, "loadfile_ms_max"));
+    // MB/s is the rate the pass time implies
+    let from_passes = PASS_BYTES / (mean * 1e-3) / 1e6;
+    assert!(
+        (tput / from_passes - 1.0).abs() < 0.05,
+        "tput {tput} vs {from_passes} from the pass time"
+    );
+}
+
+#[test]
+fn tbench_warmup_is_excluded() {
+    let a = sim(shallow(2, 3_000_000, true), "tbench", json!({}), 300.0);
+    let b = sim(
+        shallow(2, 3_000_000, true),
+        "tbench",
+        json!({"warmup_s": 0.15}),
+        300.0,
+    );
+    let (ta, tb) = (metric(&a, "throughput_mb_s"), metric(&b, "throughput_mb_s"));
+    // a steady rate: the same MB/s over the second half as over the whole run
+    assert!((tb / ta - 1.0).abs() < 0.05, "{ta} vs {tb}");
+    assert!(metric(&b, "loadfile_passes") < metric(&a, "loadfile_passes"));
+}
+
+#[test]
+fn tbench_throughput_grows_with_clients_until_the_cpus_saturate() {
+    let t: Vec<(f64, f64)> = [1, 2, 4, 8]
+        .iter()
+        .map(|&c| {
+            let s = sim(
+                shallow(4, 3_000_000, true),
+                "tbench",
+                json!({"clients": c}),
+                200.0,
+            );
+            (metric(&s, "throughput_mb_s"), busy(&s))
+        })
+        .collect();
+    // one and two pairs leave CPUs idle and scale linearly
+    assert!(t[0].1 < 0.6, "1 client busy {}", t[0].1);
+    assert!((t[1].0 / t[0].0 - 2.0).abs() < 0.2, "{t:?}");
+    // four pairs fill the four CPUs; eight pairs get no more
+    assert!(t[2].0 > 1.5 * t[1].0, "{t:?}");
+    assert!(t[2].1 > 0.95 && t[3].1 > 0.95, "{t:?}");
+    assert!((t[3].0 / t[2].0 - 1.0).abs() < 0.1, "{t:?}");
+}
+
+// ------------------------------------------------------------------ dbench
+
+/// One pass of client-tiny.txt on the 2-vCPU measurement machine (3.0 GHz), from the measured
+/// per-op latencies and the op mix of the loadfile: interpreter 1.09 us per line, CPU ops at
+/// their AvgLat, ReadX/WriteX their fixed cycles plus 0.31 cycles/byte, and the waits.
+fn dbench_pass_ms_at_3ghz() -> f64 {
+    let us = 3573.0 * 3270.0 / 3000.0 // interpreter
+        + 613.0 * 17.0 + 450.0 * 1.0 + 26.0 * 15.0 + 584.0 * 3.0 + 97.0 * 1.0 + 102.0 * 1.0
+        + 50.0 * 2.0 + 215.0 * 11.0 + 2.0 * 2.0 + 2.0 * 1.0
+        + 124.0 * (15.0 + 37.0) // Unlink
+        + 43.0 * 457.0 // Flush
+        + (962.0 * 2300.0 + 11_408_226.0 * 0.31) / 3000.0 // ReadX
+        + (303.0 * 5300.0 + 7_711_510.0 * 0.31) / 3000.0 // WriteX
+        + 3.0 * 400.0; // writeback throttling: 7.7 MB per pass / 2.8 MB
+    us / 1e3
+}
+
+#[test]
+fn dbench_pass_time_matches_the_measured_op_latencies() {
+    let s = sim(shallow(2, 3_000_000, true), "dbench", json!({}), 400.0);
+    let want = dbench_pass_ms_at_3ghz();
+    let got = metric(&s, "loadfile_ms_mean");
+    // the simulator adds the kernel's wakeup and switch costs of the 171 blocking ops
+    assert!(
+        got >= want && got < want * 1.03,
+        "pass {got} ms, from the op latencies {want} ms"
+    );
+    // and so the measured 382.6 MB/s of one client
+    let tput = metric(&s, "throughput_mb_s");
+    assert!((tput / 382.6 - 1.0).abs() < 0.05, "tput {tput}");
+}
+
+#[test]
+fn dbench_clients_block_in_iowait_on_flush() {
+    let s = sim(shallow(2, 3_000_000, true), "dbench", json!({}), 400.0);
+    let names: Vec<&str> = s.tasks.iter().map(|t| t.comm.as_str()).collect();
+    assert_eq!(
+        names,
+        ["dbench", "jbd2"],
+        "one client and the journal thread"
+    );
+    let (t, jbd2) = (&s.tasks[0], &s.tasks[1]);
+    // per pass in iowait: 43 Flush x 213.5 us (the file's data), 124 Unlink x 37 us, 3
+    // throttled writes x 400 us
+    let pass = dbench_pass_ms_at_3ghz();
+    let io_per_pass_ms = (43.0 * 213.5 + 124.0 * 37.0 + 3.0 * 400.0) / 1e3;
+    let frac = t.stats.iowait_ns as f64 / s.now as f64;
+    let want = io_per_pass_ms / pass;
+    assert!(
+        (frac / want - 1.0).abs() < 0.05,
+        "iowait {frac:.3} of the time, expected {want:.3}"
+    );
+    // then each Flush waits for the journal thread's commit: 10 us of CPU and 213.5 us of
+    // writing, which the thread spends in iowait
+    let wait = t.stats.sleep_ns as f64 / s.now as f64;
+    let want = 43.0 * (10.0 + 213.5) / 1e3 / pass;
+    assert!(
+        wait > want && wait < want * 1.1,
+        "commit waits {wait:.3}, expected {want:.3}"
+    );
+    assert!(
+        (jbd2.stats.iowait_ns as f64 / s.now as f64 / (43.0 * 0.2135 / pass) - 1.0).abs() < 0.05
+    );
+    // one commit per Flush of a single client
+    let commits = metric(&s, "journal_commits_per_s");
+    let flushes = metric(&s, "throughput_mb_s") * 1e6 / PASS_BYTES * 43.0;
+    assert!(
+        (commits / flushes - 1.0).abs() < 0.05,
+        "{commits} commits/s, {flushes} flushes/s"
+    );
+    // the longest op in a second is a Flush (0.457 ms plus its wakeups)
+    let lat = metric(&s, "latency_ms_max");
+    assert!((0.457..0.5).contains(&lat), "latency {lat} ms");
+}
+
+#[test]
+fn dbench_fsyncs_share_journal_commits_at_high_client_counts() {
+    let run_n = |c: u32| {
+        let s = sim(
+            shallow(8, 3_000_000, true),
+            "dbench",
+            json!({"clients": c}),
+            400.0,
+        );
+        let tput = metric(&s, "throughput_mb_s");
+        (
+            tput,
+            metric(&s, "latency_ms_max"),
+            metric(&s, "journal_commits_per_s"),
+            tput * 1e6 / PASS_BYTES * 43.0,
+        )
+    };
+    let one = run_n(1);
+    let many = run_n(32);
+    // group commit: one commit serves many fsyncs, so the clients scale past one commit
+    // per flush, though each commit is serial
+    assert!(many.2 < many.3 / 2.0, "{many:?}: commits/s vs flushes/s");
+    assert!(many.0 > 2.0 * one.0, "{one:?} {many:?}");
+    // and an fsync waits behind the commit in progress and its queue of clients
+    assert!(many.1 > 5.0 * one.1, "latency {one:?} -> {many:?}");
+}
+
+// ------------------------------------------------------------------ pgbench
+
+#[test]
+fn pgbench_threads_follow_the_mmtests_formula() {
+    // J = clamp(C, NUM_NODES, CPUs/NUM_NODES/8), never more than C
+    assert_eq!(threads_for(1, 8, 1), 1);
+    assert_eq!(threads_for(16, 8, 1), 1);
+    assert_eq!(threads_for(1, 80, 2), 1);
+    assert_eq!(threads_for(3, 80, 2), 3);
+    assert_eq!(threads_for(64, 80, 2), 5);
+    assert_eq!(threads_for(512, 256, 2), 16);
+    let s = Sim::new(config(
+        shallow(16, 1_000_000, true),
+        wl("pgbench-ro", json!({"clients": 5})),
+        "6.12",
+        10.0,
+    ))
+    .unwrap();
+    // 16 CPUs, 1 node: J = 2, so 2 client threads and 5 backends
+    let names: Vec<&str> = s
+        .compiled
+        .programs
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "pgbench-0",
+            "pgbench-1",
+            "postgres-0",
+            "postgres-1",
+            "postgres-2",
+            "postgres-3",
+            "postgres-4"
+        ]
+    );
+}
+
+#[test]
+fn pgbench_rw_is_slower_than_ro_and_waits_for_the_wal() {
+    for c in [1, 8] {
+        let ro = sim(
+            shallow(4, 3_000_000, true),
+            "pgbench-ro",
+            json!({"clients": c}),
+            200.0,
+        );
+        let rw = sim(
+            shallow(4, 3_000_000, true),
+            "pgbench-rw",
+            json!({"clients": c}),
+            200.0,
+        );
+        let (a, b) = (metric(&ro, "tps"), metric(&rw, "tps"));
+        assert!(b < a / 5.0, "{c} clients: ro {a} tps, rw {b} tps");
+        let io = |s: &Sim| s.tasks.iter().map(|t| t.stats.iowait_ns).sum::<u64>();
+        assert_eq!(io(&ro), 0, "select-only never waits for the disk");
+        // each commit flushes the WAL for 0.457 ms under WALWriteLock, one at a time
+        let flushes = metric(&rw, "transactions");
+        assert!(
+            io(&rw) as f64 >= 0.457e6 * flushes,
+            "{c}: iowait {} for {flushes} commits",
+            io(&rw)
+        );
+        assert!(
+            b <= 1.0 / 0.457e-3 * 1.01,
+            "commits are serialised: {b} tps"
+        );
+        // Little's law: latency = clients / tps
+        let lat = metric(&rw, "latency_ms_mean");
+        assert!((lat * b / 1e3 - c as f64).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn pgbench_ro_transaction_is_two_hops_of_work_without_kernel_costs() {
+    // 1 client on 1 CPU at 1 GHz without kernel costs: a transaction is the client's and the
+    // backend's work back to back. Mean backend work is 75,000 cycles (lognormal, mean
+    // preserving); the rest: client 24,000 + send 1280 + 120 B x 0.44 + recv 500 + 200 B x
+    // 0.31, backend recv 500 + 120 B x 0.31 + send 1280 + 200 B x 0.44.
+    let per_txn = 75_000.0
+        + 24_000.0
+        + 1280.0
+        + 120.0 * 0.44
+        + 500.0
+        + 200.0 * 0.31
+        + 500.0
+        + 120.0 * 0.31
+        + 1280.0
+        + 200.0 * 0.44;
+    let s = sim(shallow(1, 1_000_000, false), "pgbench-ro", json!({}), 500.0);
+    let want = 1e9 / per_txn;
+    let got = metric(&s, "tps");
+    assert!(
+        (got / want - 1.0).abs() < 0.03,
+        "{got} tps, closed form {want}"
+    );
+}
+
+// ------------------------------------------------------------------ netperf
+
+#[test]
+fn netperf_rr_alternates_strictly_between_netperf_and_netserver() {
+    for name in ["netperf-tcp-rr", "netperf-udp-rr"] {
+        let s = sim(shallow(2, 2_400_000, true), name, json!({}), 20.0);
+        assert_eq!(s.tasks.len(), 2);
+        let rr = s.compiled.marks.iter().position(|m| m == "rr").unwrap();
+        let srv = s.compiled.marks.iter().position(|m| m == "srv").unwrap();
+        let seq: Vec<usize> = s.marks.iter().map(|&(_, _, m)| m).collect();
+        assert!(seq.len() > 100, "{name}: {} marks", seq.len());
+        for (i, &m) in seq.iter().enumerate() {
+            let want = if i % 2 == 0 { srv } else { rr };
+            assert_eq!(m, want, "{name}: mark {i} breaks the alternation");
+        }
+        let n = metric(&s, "transactions");
+        assert_eq!(n as usize, seq.len() / 2);
+        let tps = metric(&s, "trans_per_s");
+        assert!((tps * 0.020 - n).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn netperf_rr_round_trip_is_the_sum_of_both_sides_work() {
+    // 1 CPU at 1 GHz, no kernel costs: a transaction is netperf's and netserver's work.
+    // TCP: 2 x (user 300 + send 1280 + 1 B x 0.44 + recv 500 + 1 B x 0.31)
+    // UDP: 2 x (user 300 + send 4170 + 1 B x 0.31 + recv 500 + 1 B x 0.31)
+    for (name, cycles) in [
+        (
+            "netperf-tcp-rr",
+            2.0 * (300.0 + 1280.0 + 0.44 + 500.0 + 0.31),
+        ),
+        (
+            "netperf-udp-rr",
+            2.0 * (300.0 + 4170.0 + 0.31 + 500.0 + 0.31),
+        ),
+    ] {
+        let s = sim(shallow(1, 1_000_000, false), name, json!({}), 20.0);
+        let want = 1e9 / cycles;
+        let got = metric(&s, "trans_per_s");
+        assert!((got / want - 1.0).abs() < 0.01, "{name}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn stream_throughput_rises_with_message_size() {
+    for name in ["netperf-tcp-stream", "netperf-udp-stream"] {
+        let mut last = 0.0;
+        for m in [64, 1024, 16384] {
+            let s = sim(
+                shallow(2, 2_400_000, true),
+                name,
+                json!({"msg_size": m}),
+                50.0,
+            );
+            let t = metric(&s, "throughput_mbit_s");
+            assert!(t > 1.5 * last, "{name} {m} B: {t} Mbit/s after {last}");
+            let rx = metric(&s, "recv_mbit_s");
+            assert!(rx <= t && rx > 0.95 * t, "{name} {m} B: recv {rx} of {t}");
+            assert!(metric(&s, "loss_pct") < 5.0);
+            last = t;
+        }
+    }
+}
+
+#[test]
+fn tcp_stream_is_sender_bound_at_its_per_message_cost() {
+    // 2 CPUs at 2.4 GHz, no kernel costs: the sender needs 1500 + m x 0.44 cycles per
+    // message, the receiver 500 + m x 0.31, so the sender sets the rate.
+    for m in [64.0, 4096.0, 16384.0] {
+        let s = sim(
+            shallow(2, 2_400_000, false),
+            "netperf-tcp-stream",
+            json!({"msg_size": m as u64}),
+            50.0,
+        );
+        let want = 2.4e9 / (1500.0 + m * 0.44) * m * 8.0 / 1e6;
+        let got = metric(&s, "throughput_mbit_s");
+        assert!((got / want - 1.0).abs() < 0.02, "{m} B: {got} vs {want}");
+    }
+}
+
+#[test]
+fn a_udp_sender_never_blocks_and_a_slow_receiver_loses_datagrams() {
+    // one CPU shared by both: netperf never waits for netserver, which gets only its fair
+    // share; a TCP sender instead blocks on its send buffer and nothing is lost
+    let s = sim(
+        shallow(1, 2_400_000, true),
+        "netperf-udp-stream",
+        json!({"msg_size": 1024}),
+        100.0,
+    );
+    let netperf = &s.tasks[0];
+    assert_eq!(netperf.comm, "netperf");
+    assert_eq!(netperf.stats.sleep_ns, 0, "the UDP sender never sleeps");
+    let t = metric(&s, "throughput_mbit_s");
+    let rx = metric(&s, "recv_mbit_s");
+    let loss = metric(&s, "loss_pct");
+    assert!(
+        rx < t && (loss - (t - rx) / t * 100.0).abs() < 1e-9,
+        "{t} {rx} {loss}"
+    );
+    let s = sim(
+        shallow(1, 2_400_000, true),
+        "netperf-tcp-stream",
+        json!({"msg_size": 1024}),
+        100.0,
+    );
+    assert!(
+        s.tasks[0].stats.sleep_ns > 0,
+        "the TCP sender blocks on a full buffer"
+    );
+    assert_eq!(metric(&s, "loss_pct"), 0.0);
+}
+
+// ------------------------------------------------------------------ all
+
+#[test]
+fn models_are_deterministic() {
+    for (name, params) in [
+        ("tbench", json!({"clients": 3})),
+        ("dbench", json!({"clients": 5})),
+        ("pgbench-ro", json!({"clients": 6})),
+        ("pgbench-rw", json!({"clients": 3})),
+        ("netperf-udp-stream", json!({"msg_size": 256})),
+    ] {
+        let a = stable_json(&sim(
+            shallow(4, 2_000_000, true),
+            name,
+            params.clone(),
+            50.0,
+        ));
+        let b = stable_json(&sim(shallow(4, 2_000_000, true), name, params, 50.0));
+        assert_eq!(a, b, "{name}");
+    }
+}
+
+#[test]
+fn bad_parameters_are_errors_that_name_them() {
+    let cases = [
+        ("tbench", json!({"clients": 0}), "clients"),
+        ("tbench", json!({"clients": 1.5}), "integer"),
+        ("tbench", json!({"client": 2}), "unknown parameter 'client'"),
+        ("tbench", json!({"warmup_s": -1}), "warmup_s"),
+        ("dbench", json!({"clients": 5000}), "clients"),
+        ("dbench", json!({"clients": "many"}), "expected a number"),
+        ("pgbench-ro", json!({"clients": 0}), "clients"),
+        (
+            "pgbench-rw",
+            json!({"scale": 10}),
+            "unknown parameter 'scale'",
+        ),
+        ("netperf-tcp-stream", json!({"msg_size": 0}), "msg_size"),
+        ("netperf-udp-stream", json!({"msg_size": 70000}), "65507"),
+        (
+            "netperf-tcp-rr",
+            json!({"msg_size": 64}),
+            "unknown parameter 'msg_size'",
+        ),
+        ("netperf-udp-rr", json!({"request_size": 0}), "request_size"),
+    ];
+    for (name, params, needle) in cases {
+        let e = build_err(name, params.clone());
+        assert!(
+            e.contains(needle) && e.contains(name),
+            "{name} {params}: '{e}' should mention '{needle}'"
+        );
+    }
+}
