@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.deps-stamp
 DEMO_ARGS := run --machine skylake-8x --workload periodic:tasks=6,period_ms=16,duty_pct=40 \
 	--kernel 5.2 --duration 2s
 
-.PHONY: venv build test lint fmt bench demo clean distclean
+.PHONY: venv build test lint fmt bench demo quick clean distclean
 
 venv: $(STAMP)
 
@@ -44,6 +44,11 @@ bench: build
 
 demo: build
 	$(VBIN)/schedsim $(DEMO_ARGS)
+
+# The shipped comparison (experiments/quick.toml): tables on stdout; per-run Parquet files, the
+# tables and report.html in out/quick (rerunning loads the stored runs).
+quick: build
+	$(VBIN)/schedsim compare experiments/quick.toml --out out/quick
 
 clean:
 	rm -rf target python/schedsim/_core*.so .pytest_cache .ruff_cache

@@ -10,12 +10,23 @@ import pytest
 
 from schedsim import config as config_mod
 from schedsim import native
-from support import FakeCore
+from support import FakeCore, VaryingCore
 
 
 @pytest.fixture
 def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
     core = FakeCore()
+    functions = {"run": core.run, "workloads": core.workloads, "version": core.version}
+    monkeypatch.setattr(native, "core_function", lambda name: functions[name])
+    config_mod.core_workloads.cache_clear()
+    yield core
+    config_mod.core_workloads.cache_clear()
+
+
+@pytest.fixture
+def varying_core(monkeypatch: pytest.MonkeyPatch) -> VaryingCore:
+    """A fake core whose results vary with the config and seed (for `schedsim compare`)."""
+    core = VaryingCore()
     functions = {"run": core.run, "workloads": core.workloads, "version": core.version}
     monkeypatch.setattr(native, "core_function", lambda name: functions[name])
     config_mod.core_workloads.cache_clear()

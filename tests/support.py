@@ -147,3 +147,61 @@ class FakeCore:
 
     def version(self) -> str:
         return "0.1.0"
+
+
+class VaryingCore(FakeCore):
+    """A fake core whose results depend on the config and the seed (deterministically), with
+    per-interval turbostat samples, for the comparison machinery. `fail_at` raises
+    KeyboardInterrupt on that call (1-based) to simulate an interrupted sweep."""
+
+    GOVERNOR_SLACK = {"schedutil": 0.0, "powersave": 150.0, "performance": 400.0}
+    GOVERNOR_WATTS = {"schedutil": 0.0, "powersave": -1.5, "performance": 6.0}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.fail_at: int | None = None
+
+    def run(self, config_json: str) -> str:
+        self.calls += 1
+        if self.fail_at is not None and self.calls == self.fail_at:
+            raise KeyboardInterrupt
+        config = json.loads(config_json)
+        self.configs.append(config)
+        result = fake_result(config)
+        params = config["workload"]["params"]
+        governor = config["cpufreq"]["governor"]
+        invariance = config["cpufreq"]["invariance"]
+        n = int(params.get("tasks", params.get("groups", 1)))
+        noise = (config["seed"] % 97) / 97.0  # 0..1, from the run's seed
+        slack = 1000.0 + 25.0 * n + self.GOVERNOR_SLACK.get(governor, 0.0) + 40.0 * noise
+        if invariance != "none":
+            slack += 60.0
+        watts = 5.0 + 2.0 * n + self.GOVERNOR_WATTS.get(governor, 0.0) + 0.5 * noise
+        result["metrics"] = {
+            "slack_us_p50": slack,
+            "activations": 40 * n,
+            "elapsed_s": 2.0 + 0.1 * n + 0.05 * noise,
+        }
+        result["primary"]["value"] = slack
+        result["power"]["avg_package_w"] = watts
+        duration_s = (config.get("duration_ns") or 1_000_000_000) / 1e9
+        result["power"]["energy_j"] = watts * duration_s
+        interval = config.get("sample_interval_ns") or 0
+        samples = []
+        if interval:
+            for i in range(int(duration_s * 1e9 // interval)):
+                wobble = ((config["seed"] >> (i % 16)) % 5) / 10.0
+                samples.append(
+                    {
+                        "t_s": (i + 1) * interval / 1e9,
+                        "avg_mhz": 400.0 * n + 10.0 * i + wobble,
+                        "busy_pct": 10.0 * n + wobble,
+                        "bzy_mhz": 2000.0 + 100.0 * n + wobble,
+                        "pkg_watt": watts + wobble - 0.2,
+                        "cor_watt": watts * 0.6 + wobble,
+                    }
+                )
+        result["samples"] = samples
+        result["turbostat"]["cstates"] = {"C1": 5.0, "C6": 80.0 - 5.0 * n}
+        return json.dumps(result)

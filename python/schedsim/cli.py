@@ -23,10 +23,13 @@ from . import __version__
 from .bench import SCENARIOS, run_bench
 from .config import build_config, workload_catalog
 from .errors import ConfigError, CoreUnavailableError
+from .experiment import Experiment
 from .machines import list_machines, load_machine
 from .machines.describe import describe_machine
 from .report import format_value, print_summary
 from .runner import run_config
+from .sweep import BACKENDS, check_backend
+from .sweep.store import RunStore
 from .units import parse_duration
 
 app = typer.Typer(
@@ -189,6 +192,83 @@ def run(
     print_summary(_console(), result, config)
     if trace is not None:
         _console().print(f"\ntrace ({trace_format}) written to {trace}")
+
+
+# ---- compare --------------------------------------------------------------------------------
+
+
+@app.command()
+@_guard
+def compare(
+    experiment: Annotated[
+        Path, typer.Argument(metavar="EXPERIMENT.toml", help="The experiment file (TOML).")
+    ],
+    backend: Annotated[
+        str, typer.Option(help=f"Where runs execute: {', '.join(BACKENDS)}.")
+    ] = "local",
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", help="Runs at once (default: the CPU count; 1 runs inline)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory for per-run Parquet files (an interrupted sweep resumes from them), "
+            "the tables as text and JSON, and report.html with its plots.",
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option("--json", help="Write the tables as JSON to this file ('-': stdout)."),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler or Ray cluster address (default: start a local one)."),
+    ] = None,
+) -> None:
+    """Run an experiment (configs x benchmarks x values x repeats) and print MMTests-style
+    comparison tables, power and perf-per-watt."""
+    check_backend(backend)
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: must be at least 1")
+    exp = Experiment.from_toml(experiment)
+    err = Console(stderr=True, highlight=False)
+    stored = 0
+    if out is not None:
+        store = RunStore(out)
+        stored = sum(store.path(s.key).is_file() for s in exp.specs)
+    total = len(exp.specs)
+    note = f", {stored} already stored in {out}" if stored else ""
+    err.print(f"{exp.name}: {total} runs{note}")
+    try:
+        result = exp.run(backend=backend, jobs=jobs, out=out, address=address, progress=True)
+    except KeyboardInterrupt:
+        if out is not None:
+            done = sum(RunStore(out).path(s.key).is_file() for s in exp.specs)
+            message = (
+                f"interrupted: {done} of {total} runs stored in {out}; run the same command "
+                "again to resume"
+            )
+        else:
+            message = "interrupted; nothing was stored (give --out DIR to keep finished runs)"
+        sys.stderr.write(f"schedsim: {message}\n")
+        raise typer.Exit(130) from None
+    if json_out is not None and str(json_out) == "-":
+        sys.stdout.write(result.to_json())
+    else:
+        sys.stdout.write(result.text())
+        if json_out is not None:
+            try:
+                json_out.write_text(result.to_json(), encoding="utf-8")
+            except OSError as error:
+                raise ConfigError(f"--json {json_out}: cannot write: {error.strerror}") from None
+    if out is not None:
+        paths = result.write(out)
+        err.print(
+            f"{result.executed} runs executed, {result.loaded} loaded; report: {paths['report']}"
+        )
 
 
 # ---- machines -------------------------------------------------------------------------------

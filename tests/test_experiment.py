@@ -1,0 +1,281 @@
+"""Experiment files: loading, the plan of runs, and errors that name the file, the key and the
+allowed values (on the fake core's workload catalog)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schedsim import ConfigError, Experiment
+from schedsim.experiment import run_seed
+from schedsim.sweep.stride import Topology, stride_range
+
+BASE = textwrap.dedent(
+    """
+    [experiment]
+    name = "t"
+    repeats = 2
+    seed = 5
+
+    [[machine]]
+    preset = "skylake-8x"
+
+    [[config]]
+    name = "base"
+    kernel = "5.2"
+    driver = "intel_cpufreq"
+    governor = "schedutil"
+    invariance = "none"
+
+    [[config]]
+    name = "new"
+    kernel = "5.2"
+    driver = "intel_cpufreq"
+    governor = "schedutil"
+    invariance = "turbo:4"
+
+    [[benchmark]]
+    workload = "periodic"
+    param = "tasks"
+    values = [1, 2]
+    params = { duty_pct = 20 }
+    duration = "200ms"
+    """
+)
+
+
+def write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def load(tmp_path: Path, text: str) -> Experiment:
+    return Experiment.from_toml(write(tmp_path, text))
+
+
+def error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, text)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(tmp_path / "exp.toml") + ": ")
+    return message
+
+
+def test_plan(fake_core, tmp_path) -> None:
+    exp = load(tmp_path, BASE)
+    assert exp.name == "t" and exp.repeats == 2 and exp.config_names == ["base", "new"]
+    assert len(exp.specs) == 2 * 2 * 2  # configs x values x repeats
+    spec = exp.specs[0]
+    assert (spec.config, spec.op, spec.repeat) == ("base", "tasks-1", 1)
+    cfg = spec.sim_config
+    assert cfg["workload"] == {"name": "periodic", "params": {"duty_pct": 20, "tasks": 1}}
+    assert cfg["cpufreq"] == {
+        "governor": "schedutil",
+        "driver": "intel_cpufreq",
+        "invariance": "none",
+    }
+    assert cfg["kernel"]["version"] == "5.2"
+    assert cfg["duration_ns"] == 200_000_000
+    assert cfg["sample_interval_ns"] == 100_000_000  # the turbostat interval, default 100ms
+    assert len({s.key for s in exp.specs}) == len(exp.specs)
+
+
+def test_seeds_are_derived_from_the_experiment_seed_and_the_point(fake_core, tmp_path) -> None:
+    exp = load(tmp_path, BASE)
+    seeds = {(s.config, s.op, s.repeat): s.seed for s in exp.specs}
+    # configs share the seed of a point and repeat (common random numbers) ...
+    assert seeds[("base", "tasks-1", 1)] == seeds[("new", "tasks-1", 1)]
+    # ... repeats and points differ
+    assert seeds[("base", "tasks-1", 1)] != seeds[("base", "tasks-1", 2)]
+    assert seeds[("base", "tasks-1", 1)] != seeds[("base", "tasks-2", 1)]
+    assert seeds[("base", "tasks-1", 1)] == run_seed(5, "skylake-8x", "periodic", 1, 1)
+    assert all(s.sim_config["seed"] == s.seed for s in exp.specs)
+    other = load(tmp_path, BASE.replace("seed = 5", "seed = 6"))
+    assert {s.seed for s in other.specs}.isdisjoint(seeds.values())
+
+
+def test_editing_a_config_changes_only_its_keys(fake_core, tmp_path) -> None:
+    a = load(tmp_path, BASE)
+    b = load(tmp_path, BASE.replace('invariance = "turbo:4"', 'invariance = "max"'))
+    keys_a = {(s.config, s.op, s.repeat): s.key for s in a.specs}
+    keys_b = {(s.config, s.op, s.repeat): s.key for s in b.specs}
+    for k in keys_a:
+        assert (keys_a[k] == keys_b[k]) == (k[0] == "base")
+
+
+def test_config_keys_reach_the_sim_config(fake_core, tmp_path) -> None:
+    text = BASE.replace(
+        'invariance = "turbo:4"',
+        'invariance = "turbo:4"\nhz = 1000\ntunables = { "cpufreq.rate_limit_us" = 500 }\n'
+        'features = { NEXT_BUDDY = true }\nmachine = { topology = { freq_domain = "core" } }',
+    )
+    exp = load(tmp_path, text)
+    new = next(s for s in exp.specs if s.config == "new")
+    base = next(s for s in exp.specs if s.config == "base")
+    assert new.sim_config["tunables"] == {"cpufreq.rate_limit_us": 500}
+    assert new.sim_config["kernel"]["features"] == {"NEXT_BUDDY": True}
+    assert new.sim_config["kernel"]["hz"] == 1000
+    # one frequency domain per core instead of one per package
+    assert len(new.sim_config["machine"]["freq_domains"]) == 4
+    assert len(base.sim_config["machine"]["freq_domains"]) == 1
+
+
+def test_stride_values(fake_core, tmp_path) -> None:
+    text = BASE.replace(
+        "values = [1, 2]", 'stride = { pattern = "topology", min = 1, max = "cpus*2" }'
+    )
+    exp = load(tmp_path, text)
+    bench = exp.benchmarks[0]
+    # bin/generate-stride-range on 8 CPUs (SMT 2, one LLC, one node), MIN 1, MAX 16
+    assert bench.values("skylake-8x") == [1, 2, 3, 5, 6, 8, 10, 13, 15, 16]
+    text = BASE.replace("values = [1, 2]", 'stride = { pattern = "powertwo", min = 1, max = 12 }')
+    assert load(tmp_path, text).benchmarks[0].values("skylake-8x") == [1, 2, 4, 8, 12]
+
+
+def test_stride_ranges_by_hand() -> None:
+    # 80 CPUs, SMT 2, 2 LLCs, 2 nodes (broadwell-80x), MIN 1 MAX 80 (bin/generate-stride-range):
+    # 1→2 in strides of .2 (1, 2); 2→40 in 9.5 (2, 11, 21, 30, 40); 40→80 in 20 (40, 60, 80)
+    topo = Topology(cpus=80, smt=2, llcs=2, nodes=2)
+    assert stride_range("topology", 1, 80, topo) == [1, 2, 11, 21, 30, 40, 60, 80]
+    assert stride_range("powertwo", 2, 40, topo) == [2, 4, 8, 16, 32, 40]
+    assert stride_range("large", 1, 20, Topology(8, 2, 1, 1)) == [1, 3, 5, 7, 12, 18, 20]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("[[benchmark]]", "[[benchmarks]]"), "unknown key 'benchmarks'; allowed: experiment, "),
+        (('name = "new"', 'name = "new"\ngovenor = "x"'), "config[2] (new): unknown key "),
+        (("repeats = 2", 'repeats = 2\nsignificance = "welch"'), "experiment.significance: "),
+        (("repeats = 2", "repeats = 0"), "experiment.repeats: "),
+        (('preset = "skylake-8x"', 'preset = "skylake"'), "machine[1] (skylake).preset: unknown"),
+        (
+            (
+                'governor = "schedutil"\ninvariance = "none"',
+                'governor = "sched"\ninvariance = "none"',
+            ),
+            "config[1] (base).governor: unknown governor 'sched' for driver intel_cpufreq; "
+            "allowed: performance, powersave, schedutil, ondemand, conservative",
+        ),
+        (
+            ('driver = "intel_cpufreq"', 'driver = "amd-pstate"'),
+            "config[1] (base).driver: unknown driver 'amd-pstate' for machine 'skylake-8x'; "
+            "allowed: intel_pstate, intel_cpufreq, acpi-cpufreq",
+        ),
+        (('"turbo:4"', '"turbo:9"'), "config[2] (new).invariance: invariance 'turbo:9'"),
+        (('"turbo:4"', '"sideways"'), "allowed: none, turbo:N, base, max, amd-midpoint, cpufreq"),
+        (('kernel = "5.2"', "kernel = 5.10"), "config[1] (base).kernel: write the version as a "),
+        (('kernel = "5.2"', 'kernel = "five"'), "config[1] (base).kernel: kernel 'five'"),
+        (('name = "new"', 'name = "base"'), "config[2] (base).name: config name 'base' used twice"),
+        (('[[config]]\nname = "new"', '[[config]]\nname = "new"\nhz = 99'), ".hz: 99 is not"),
+        (
+            ('workload = "periodic"', 'workload = "tbench"'),
+            "benchmark[1] (tbench).workload: unknown workload 'tbench'; allowed: hackbench, "
+            "periodic",
+        ),
+        (
+            ('param = "tasks"', 'param = "clients"'),
+            "benchmark[1] (periodic).param: 'clients' is not a parameter of workload 'periodic'; "
+            "allowed: tasks, period_ms, duty_pct",
+        ),
+        (
+            ("params = { duty_pct = 20 }", "params = { duty = 20 }"),
+            "benchmark[1] (periodic).params: unknown parameter 'duty' of workload 'periodic'; "
+            "allowed: tasks, period_ms, duty_pct",
+        ),
+        (("values = [1, 2]\n", ""), "benchmark[1] (periodic).values: give either values"),
+        (("values = [1, 2]", 'values = [1, "two"]'), "benchmark[1] (periodic).values: "),
+        (("values = [1, 2]", "values = [1, 1]"), "values repeat: tasks-1, tasks-1"),
+        (('duration = "200ms"', 'duration = "2 seconds"'), "benchmark[1] (periodic).duration: "),
+        (('duration = "200ms"\n', ""), "workload 'periodic' is open-ended: give a duration"),
+        (
+            ('duration = "200ms"', 'duration = "200ms"\nmetrics = ["latency"]'),
+            "benchmark[1] (periodic).metrics: workload 'periodic' reports no metric 'latency'; "
+            "allowed: slack_us_p50, activations",
+        ),
+        (
+            ('duration = "200ms"', 'duration = "200ms"\nmetrics = ["activations"]'),
+            "benchmark[1] (periodic).prefer: metric 'activations': say whether higher or lower "
+            "is better",
+        ),
+        (
+            ('duration = "200ms"', 'duration = "200ms"\nsummarise = "Mean"'),
+            "benchmark[1] (periodic).summarise: 'Mean' is not allowed; allowed: Multiops, "
+            "Normalisedops, NormalisedLeftSkewops, Subselection",
+        ),
+        (
+            ("values = [1, 2]", 'stride = { pattern = "topology", max = "ncpus" }'),
+            "benchmark[1] (periodic).stride.max: 'ncpus': expected an integer or cpus, cpus*N",
+        ),
+        (
+            ("values = [1, 2]", 'stride = { pattern = "fibonacci", max = 8 }'),
+            "benchmark[1] (periodic).stride.pattern: 'fibonacci' is not allowed; allowed: "
+            "topology, large, powertwo",
+        ),
+    ],
+)
+def test_errors_name_file_key_and_allowed_values(
+    fake_core, tmp_path, change: tuple[str, str], expected: str
+) -> None:
+    old, new = change
+    assert old in BASE
+    message = error(tmp_path, BASE.replace(old, new, 1))
+    assert expected in message
+
+
+def test_unknown_key_lists_the_allowed_keys(fake_core, tmp_path) -> None:
+    message = error(tmp_path, BASE.replace('name = "new"', 'name = "new"\ngovenor = "x"'))
+    assert message.endswith(
+        "config[2] (new): unknown key 'govenor'; allowed: name, description, kernel, driver, "
+        "governor, invariance, hz, tunables, features, machine"
+    )
+
+
+def test_a_core_rejection_names_the_run(fake_core, tmp_path) -> None:
+    fake_core.extra_workloads.append(
+        {
+            "name": "reject-me",
+            "description": "",
+            "params": [],
+            "metrics": ["x"],
+            "primary": "x",
+            "higher_is_better": True,
+            "open_ended": False,
+        }
+    )
+    text = BASE.replace('workload = "periodic"', 'workload = "reject-me"')
+    text = text.replace('param = "tasks"\nvalues = [1, 2]\nparams = { duty_pct = 20 }\n', "")
+    exp = load(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        exp.run(jobs=1)
+    assert str(info.value) == (
+        f"{tmp_path / 'exp.toml'}: machine skylake-8x, config base, benchmark reject-me x, "
+        "repeat 1: workload 'reject-me': rejected by the core"
+    )
+
+
+def test_file_errors(fake_core, tmp_path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        Experiment.from_toml(tmp_path / "missing.toml")
+    message = error(tmp_path, "[experiment\nname = 1")
+    assert "invalid TOML" in message
+    message = error(tmp_path, "[experiment]\nname = 'x'\n")
+    assert "machine: missing (required)" in message and "config: missing" in message
+
+
+def test_shipped_quick_experiment_is_valid(real_core) -> None:
+    path = Path(__file__).parent.parent / "experiments" / "quick.toml"
+    exp = Experiment.from_toml(path)
+    assert exp.config_names == ["sugov-noninv", "sugov-turbo4", "pstate-hwp"]
+    assert exp.benchmarks[0].values("skylake-8x") == [1, 2, 4, 8]
+    assert len(exp.specs) == 3 * 4 * 3
+    resolved = {s.config: s.sim_config["cpufreq"] for s in exp.specs}
+    assert resolved["sugov-noninv"]["invariance"] == "none"
+    assert resolved["sugov-turbo4"]["invariance"] == "turbo:4"
+    assert resolved["pstate-hwp"]["driver"] == "intel_pstate"
+    assert resolved["pstate-hwp"]["governor"] == "powersave"
+    assert all(s.sim_config["duration_ns"] == 2_000_000_000 for s in exp.specs)
