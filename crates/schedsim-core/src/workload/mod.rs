@@ -1,8 +1,10 @@
 //! Workloads (DESIGN "Workloads"): task programs ([`spec`], [`program`]) and the generators
 //! that build them with their parameters and the metrics they report.
 pub mod constants;
+pub mod hackbench;
 pub mod periodic;
 pub mod program;
+pub mod schbench;
 pub mod spec;
 pub mod sync;
 
@@ -62,7 +64,11 @@ pub struct Generator {
 
 /// Every generator the core knows, in listing order.
 pub fn generators() -> Vec<Generator> {
-    vec![periodic::generator()]
+    vec![
+        periodic::generator(),
+        hackbench::generator(),
+        schbench::generator(),
+    ]
 }
 
 /// Every generator's description, plus `custom`.
