@@ -568,30 +568,59 @@ fn schbench_wakeup_latency_runs_from_the_message_threads_wake() {
 
 #[test]
 fn schbench_the_message_thread_does_the_wakeups_on_its_cpu() {
-    let mut cfg = config(
-        smp_poll(8, GHZ, true),
-        sb(json!({"version": "old", "message_threads": 1, "workers": 4, "warmup_ms": 0})),
-        "6.12",
-        500.0,
-    );
-    cfg.trace = true;
-    let sim = run(cfg);
-    let text = sim.trace.as_ref().unwrap().to_text(sim.topo.cpus.len());
-    let mut by_msg = 0;
-    let mut other = 0;
-    for line in text
-        .lines()
-        .filter(|l| l.contains("sched_waking: comm=schbench-worker"))
-    {
-        if line.trim_start().starts_with("schbench-msg-0-") {
-            by_msg += 1;
+    // Every wakeup of a worker is done by its message thread, on the message thread's CPU
+    // (the ftrace line of sched_waking names the task running on the waker's CPU), except
+    // (current) the end of the worker's own usleep, a timer on the worker's CPU.
+    for p in [
+        json!({"version": "old", "message_threads": 1, "workers": 4, "warmup_ms": 0}),
+        json!({"message_threads": 2, "workers": 3}),
+    ] {
+        let mut cfg = config(smp_poll(8, GHZ, true), sb(p.clone()), "6.12", 400.0);
+        cfg.trace = true;
+        let sim = run(cfg);
+        let text = sim.trace.as_ref().unwrap().to_text(sim.topo.cpus.len());
+        let (mut by_msg, mut by_timer, mut other) = (0, 0, 0);
+        let program_of = |pid: u32| {
+            let t = sim.tasks.iter().find(|t| t.pid == pid).unwrap();
+            sim.compiled.programs[t.program].name.clone()
+        };
+        for line in text
+            .lines()
+            .filter(|l| l.contains("sched_waking: comm=schbench-worker"))
+        {
+            // "COMM-PID [CPU] TIME: sched_waking: comm=... pid=PID ..."
+            let waker = line.split_whitespace().next().unwrap();
+            let wakee: u32 = line
+                .split(" pid=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            // schbench-worker-M's message thread is schbench-msg-M
+            let own_msg = program_of(wakee).replace("worker", "msg");
+            if waker.starts_with("<idle>") {
+                by_timer += 1;
+            } else if program_of(waker.rsplit('-').next().unwrap().parse().unwrap()) == own_msg {
+                by_msg += 1;
+            } else {
+                other += 1;
+            }
+        }
+        assert!(by_msg >= 12, "{p}: {by_msg}");
+        assert_eq!(other, 0, "{p}");
+        if p["version"] == "old" {
+            assert_eq!(by_timer, 0, "{p}");
         } else {
-            other += 1;
+            // one usleep per request, one wakeup per request
+            assert!(
+                (by_timer as i64 - by_msg as i64).abs() <= 6,
+                "{by_timer} {by_msg}"
+            );
         }
     }
-    // ~6 rounds of 4 wakeups, all from the message thread (no worker sleeps in old mode)
-    assert!(by_msg >= 20, "{by_msg}");
-    assert_eq!(other, 0, "{text}");
 }
 
 #[test]
@@ -661,6 +690,50 @@ fn schbench_old_reports_its_seven_percentiles_and_current_its_own() {
         assert!(m.values.contains_key(k), "{k}");
     }
     assert!(!m.values.contains_key("wakeup_latency_us_p75"));
+}
+
+#[test]
+fn schbench_rps_is_sampled_every_second_and_warmup_drops_early_samples() {
+    // 2.1 s: two whole seconds, so two RPS samples (requests completed in [0, 1) and [1, 2) s);
+    // of two samples p20 and p50 are the smaller, p90 the larger (running count >= 1.8)
+    let sim = run(config(
+        smp_poll(4, 2 * GHZ, true),
+        sb(json!({"workers": 3})),
+        "6.12",
+        2100.0,
+    ));
+    let m = metrics(&sim);
+    let done = mark_id(&sim, "done").unwrap();
+    let mut per_s = [0u32; 2];
+    for &(t, _, id) in &sim.marks {
+        if id == done && t < 2_000_000_000 {
+            per_s[(t / 1_000_000_000) as usize] += 1;
+        }
+    }
+    let bucket = |v: u32| plat_idx_to_val(plat_val_to_idx(v)) as f64;
+    let (lo, hi) = (per_s[0].min(per_s[1]), per_s[0].max(per_s[1]));
+    assert_eq!(m["rps_p20"], bucket(lo), "{per_s:?} {m:?}");
+    assert_eq!(m["rps_p50"], bucket(lo));
+    assert_eq!(m["rps_p90"], bucket(hi));
+    let all = sim.marks.iter().filter(|x| x.2 == done).count() as f64;
+    assert!((m["rps"] - all / 2.1).abs() < 1e-6);
+    assert_eq!(m["request_samples"], all);
+
+    // a 500 ms warmup drops the samples recorded before it
+    let warm = run(config(
+        smp_poll(4, 2 * GHZ, true),
+        sb(json!({"workers": 3, "warmup_ms": 500})),
+        "6.12",
+        2100.0,
+    ));
+    let mw = metrics(&warm);
+    let late = warm
+        .marks
+        .iter()
+        .filter(|x| x.2 == done && x.0 >= 500_000_000)
+        .count() as f64;
+    assert_eq!(mw["request_samples"], late);
+    assert!((mw["rps"] - late / 1.6).abs() < 1e-6);
 }
 
 #[test]

@@ -20,20 +20,22 @@
 //! taken as differences of `gettimeofday` readings.
 //!
 //! How the lock-free list of the real program maps onto the task-program operations (there
-//! is no "wake whoever is queued" op): each message thread owns a condition `W`, its queue,
-//! which it broadcasts right after marking the list start (`mwake`); a worker marks `q`,
-//! posts, and waits on `W`. A worker's wake time is the first `mwake` of its message thread
-//! after its `q`. The post must not slip between the worker's `q` and its wait:
-//! - current: the post is a message on a counting channel (the futex post that makes `fwait`
-//!   return at once); the message thread loops `recv; lock L; unlock L; mark; broadcast W`
-//!   and the worker does `lock L; mark q; send; cond_wait(W, L)`, so the message thread
-//!   cannot mark while a worker is between its post and its wait (the post's wakeup costs
-//!   the worker a few microseconds there).
-//! - old: the post is a signal of a condition `P` that the message thread waits on right
-//!   after its broadcast; a post while it spins or sleeps is lost, as the real
+//! is no "wake whoever is queued" op, and a mutex around the list would serialise workers that
+//! post together into chains of hand-off wakeups the real program does not have):
+//! - current: the message thread is a relay (each post makes it wake what is queued, which
+//!   in this version is the poster). A worker marks `q`, sends a post on a counting channel
+//!   (the futex post that makes `fwait` return at once) and receives a wake token on a second
+//!   counting channel; the message thread loops `recv post; mark mwake; send wake`. No wakeup
+//!   is ever lost, whatever the timing: tokens are counted. The n-th token taken is matched
+//!   with the n-th `mwake` (tokens are taken in the order they are sent), which gives each
+//!   wakeup its wake time. A worker that takes a token without sleeping (it was sent before
+//!   the worker waited) records the time since that mark, as `fwait` returning at once does.
+//! - old: the message thread broadcasts a condition `W`, the queue, right after marking
+//!   `mwake`, then waits on a condition `P` for a post; a worker marks `q`, signals `P` and
+//!   waits on `W`. A post while the message thread spins or sleeps is lost, as the real
 //!   `futex = FUTEX_BLOCKED` at the top of its loop erases it. A worker whose post wakes the
 //!   message thread is on `W` long before that thread's next broadcast (it first spins and
-//!   sleeps), so no mutex is needed.
+//!   sleeps 60 ms), so the wake time of a worker is the first `mwake` after its `q`.
 
 use std::collections::BTreeMap;
 
@@ -375,24 +377,18 @@ impl Schbench {
     /// The worker's post-and-wait, then `woke`.
     fn post_and_wait(&self, m: u32) -> Vec<OpSpec> {
         match self.version {
-            Version::Current => {
-                let l = format!("L{m}");
-                vec![
-                    OpSpec::Lock { mutex: l.clone() },
-                    OpSpec::Mark { name: "q".into() },
-                    OpSpec::Send {
-                        chan: format!("post{m}"),
-                    },
-                    OpSpec::CondWait {
-                        cond: format!("W{m}"),
-                        mutex: l.clone(),
-                    },
-                    OpSpec::Unlock { mutex: l },
-                    OpSpec::Mark {
-                        name: "woke".into(),
-                    },
-                ]
-            }
+            Version::Current => vec![
+                OpSpec::Mark { name: "q".into() },
+                OpSpec::Send {
+                    chan: format!("post{m}"),
+                },
+                OpSpec::Recv {
+                    chan: format!("wake{m}"),
+                },
+                OpSpec::Mark {
+                    name: "woke".into(),
+                },
+            ],
             Version::Old => {
                 // the condition's mutex is never held across a wait: taking it back after
                 // the wakeup costs nothing and never blocks
@@ -469,15 +465,15 @@ impl Schbench {
         };
         match self.version {
             Version::Current => {
-                let l = format!("L{m}");
-                let mut body = vec![
-                    OpSpec::Recv {
-                        chan: format!("post{m}"),
-                    },
-                    OpSpec::Lock { mutex: l.clone() },
-                    OpSpec::Unlock { mutex: l },
-                ];
-                wake(&mut body);
+                let mut body = vec![OpSpec::Recv {
+                    chan: format!("post{m}"),
+                }];
+                body.push(OpSpec::Mark {
+                    name: "mwake".into(),
+                });
+                body.push(OpSpec::Send {
+                    chan: format!("wake{m}"),
+                });
                 vec![OpSpec::Loop { count: -1, body }]
             }
             Version::Old => {
@@ -528,10 +524,12 @@ impl Schbench {
             tasks.push(task(msg_name(m), 1, self.msg_program(m)));
             tasks.push(task(worker_name(m), self.workers, self.worker_program(m)));
             if self.version == Version::Current {
-                channels.push(ChannelSpec {
-                    name: format!("post{m}"),
-                    capacity: 1 << 30,
-                });
+                for c in ["post", "wake"] {
+                    channels.push(ChannelSpec {
+                        name: format!("{c}{m}"),
+                        capacity: 1 << 30,
+                    });
+                }
             }
         }
         CustomWorkload { tasks, channels }
@@ -574,6 +572,9 @@ impl Schbench {
             ..Samples::default()
         };
         let mut queued: Vec<Vec<usize>> = vec![Vec::new(); self.message_threads as usize];
+        // current: the wake tokens sent and not yet taken, by message thread (their mwake times)
+        let mut tokens: Vec<std::collections::VecDeque<u64>> =
+            vec![std::collections::VecDeque::new(); self.message_threads as usize];
         let ntask = sim.tasks.len();
         let mut wake_time: Vec<Option<u64>> = vec![None; ntask];
         let mut woke_time: Vec<Option<u64>> = vec![None; ntask];
@@ -585,18 +586,26 @@ impl Schbench {
             let mid = Some(mid);
             if is_msg {
                 if mid == mwake {
-                    for w in queued[m].drain(..) {
-                        wake_time[w] = Some(t);
+                    match self.version {
+                        Version::Current => tokens[m].push_back(t),
+                        Version::Old => {
+                            for w in queued[m].drain(..) {
+                                wake_time[w] = Some(t);
+                            }
+                        }
                     }
                 }
                 continue;
             }
             if mid == q {
                 wake_time[task] = None;
-                queued[m].push(task);
+                if self.version == Version::Old {
+                    queued[m].push(task);
+                }
             } else if mid == woke {
                 woke_time[task] = Some(t);
                 if self.version == Version::Current {
+                    wake_time[task] = tokens[m].pop_front();
                     if let Some(wt) = wake_time[task] {
                         let delta = us(t) as i64 - us(wt) as i64;
                         if t >= warm && delta > 0 {
