@@ -315,6 +315,7 @@ fn hackbench_parameter_errors() {
         (json!({"datasize": 5000}), "datasize"),
         (json!({"fds": 0}), "fds"),
         (json!({"threads": 4}), "unknown parameter 'threads'"),
+        (json!({"groups": 10000, "fds": 20}), "at most 200000"),
     ] {
         let e = try_sim(config(smp(2, 1, GHZ, true), hb(p.clone()), "6.12", 0.0))
             .err()
@@ -790,6 +791,10 @@ fn schbench_parameter_errors() {
         (json!({"version": "old", "sleeptime_us": 2}), "sleeptime_us"),
         (json!({"footprint_kb": 0}), "footprint_kb"),
         (json!({"runtime": 30}), "unknown parameter 'runtime'"),
+        (
+            json!({"message_threads": 1000, "workers": 1000}),
+            "at most 200000",
+        ),
     ] {
         let e = try_sim(config(smp(2, 1, GHZ, true), sb(p.clone()), "6.12", 100.0))
             .err()

@@ -158,6 +158,9 @@ pub fn sender_name(g: u32, i: u32) -> String {
 }
 pub const PARENT: &str = "hackbench";
 
+/// The most worker tasks a run may create.
+pub const MAX_WORKERS: u64 = 200_000;
+
 impl Hackbench {
     pub fn new(params: &BTreeMap<String, serde_json::Value>) -> Result<Self, String> {
         let p = Params::new("hackbench", params, &info())?;
@@ -165,6 +168,12 @@ impl Hackbench {
         let loops = p.int("loops", 100, 1, 100_000_000)? as u32;
         let fds = p.int("fds", 20, 1, 1000)? as u32;
         let datasize = p.int("datasize", 100, 1, 4096)? as u64;
+        if 2 * fds as u64 * groups as u64 > MAX_WORKERS {
+            return Err(format!(
+                "workload 'hackbench': groups = {groups} x 2 x fds = {fds} is {} tasks; at most {MAX_WORKERS}",
+                2 * fds as u64 * groups as u64
+            ));
+        }
         let mode = match str_param(params, "mode", "process", &["process", "thread"])?.as_str() {
             "thread" => Mode::Thread,
             _ => Mode::Process,

@@ -175,6 +175,9 @@ pub const OLD_PLIST: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9];
 /// message thread cycles through them.
 pub const OLD_JITTER_VALUES: usize = 128;
 
+/// The most tasks (message threads and workers) a run may create.
+pub const MAX_TASKS: u64 = 200_000;
+
 pub fn generator() -> Generator {
     Generator {
         info,
@@ -361,6 +364,13 @@ impl Schbench {
                 s.message_cputime_us = p.int("message_cputime_us", 30000, 0, 10_000_000)? as u64;
                 s.sleeptime_us = p.int("sleeptime_us", 30000, 4, 10_000_000)? as u64;
             }
+        }
+        let tasks = s.message_threads as u64 * (1 + s.workers as u64);
+        if tasks > MAX_TASKS {
+            return Err(format!(
+                "workload 'schbench': message_threads = {} x (1 + workers = {}) is {tasks} tasks; at most {MAX_TASKS}",
+                s.message_threads, s.workers
+            ));
         }
         Ok(s)
     }
