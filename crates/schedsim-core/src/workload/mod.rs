@@ -4,6 +4,7 @@ pub mod constants;
 pub mod dbench;
 pub mod fio;
 pub mod gitsource;
+pub mod hackbench;
 pub mod kernbench;
 pub mod loadfile;
 pub mod nas_omp;
@@ -12,6 +13,7 @@ pub mod periodic;
 pub mod pgbench;
 pub mod program;
 pub mod rtapp;
+pub mod schbench;
 pub mod spec;
 pub mod sqlite_insert;
 pub mod stress_ng_cpu;
@@ -100,6 +102,8 @@ pub fn generators() -> Vec<Generator> {
         netperf::generator(netperf::Proto::Udp, netperf::Test::Rr),
         netperf::generator(netperf::Proto::Tcp, netperf::Test::Stream),
         netperf::generator(netperf::Proto::Udp, netperf::Test::Stream),
+        hackbench::generator(),
+        schbench::generator(),
     ]
 }
 
