@@ -6,9 +6,9 @@ VENV   := .venv
 VBIN   := $(VENV)/bin
 STAMP  := $(VENV)/.deps-stamp
 
-# The demo: one `schedsim run` printing the human summary. Change it here.
-DEMO_ARGS := run --machine skylake-8x --workload periodic:tasks=6,period_ms=16,duty_pct=40 \
-	--kernel 5.2 --duration 2s
+# The demo: the shipped comparison experiment (experiments/quick.toml), printing its MMTests
+# tables; the per-run Parquet store, tables and report.html go to out/demo.
+DEMO_ARGS := compare experiments/quick.toml --out out/demo
 
 .PHONY: venv build test lint fmt bench demo quick clean distclean
 
