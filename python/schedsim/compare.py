@@ -195,6 +195,28 @@ def perf_per_watt(mean: float, watts: float, higher_is_better: bool) -> float:
     return 1.0 / (mean * watts) if mean > 0 else math.nan
 
 
+def pooled_select_profile(results: list[dict[str, Any]]) -> dict[int, tuple[float, float, float]]:
+    """The per-CPU `select_task_rq_fair` profile (`eas.select_task_rq_fair`) of several runs,
+    pooled as one function-profiler session: {cpu: (hits per run, mean us, sample variance
+    us^2)} over every call of every run. Empty when no run reports a call."""
+    sums: dict[int, list[float]] = {}
+    for r in results:
+        for row in (r.get("eas") or {}).get("select_task_rq_fair") or []:
+            h = float(row["hits"])
+            acc = sums.setdefault(int(row["cpu"]), [0.0, 0.0, 0.0])
+            acc[0] += h
+            acc[1] += h * row["avg_us"]
+            acc[2] += max(h - 1.0, 0.0) * row["var_us2"] + h * row["avg_us"] ** 2
+    if not results or not any(acc[0] for acc in sums.values()):
+        return {}
+    out: dict[int, tuple[float, float, float]] = {}
+    for cpu, (h, s1, s2) in sorted(sums.items()):
+        mean = s1 / h if h else math.nan
+        var = max((s2 - h * mean * mean) / (h - 1.0), 0.0) if h > 1 else (0.0 if h else math.nan)
+        out[cpu] = (h / len(results), mean, var)
+    return out
+
+
 def bootstrap_rng(seed: int, *parts: Any) -> np.random.Generator:
     """The SubAmean bootstrap's generator, seeded from the experiment seed and the op."""
     text = json.dumps(["schedsim-bootstrap", seed, *parts], sort_keys=True, default=str)
@@ -403,6 +425,64 @@ class ExperimentResult:
                     )
                 )
                 tables.append(self._turbostat_table(m, bdef, ops, meta))
+                tables.extend(self._select_profile_tables(m, bdef, ops, meta))
+        return tables
+
+    def _profile_groups(self) -> list[list[str]]:
+        """Configs that differ only in kernel and features, in file order: each group's first
+        config is the "before" of the others."""
+        groups: dict[str, list[str]] = {}
+        for c in self.experiment.configs:
+            e = c.entry
+            key = json.dumps(
+                [e.driver, e.governor, e.invariance, e.hz, e.tunables, e.machine],
+                sort_keys=True,
+                default=str,
+            )
+            groups.setdefault(key, []).append(c.name)
+        return list(groups.values())
+
+    def _select_profile_tables(
+        self, machine: str, bdef: BenchmarkDef, ops: list[str], meta: dict[str, Any]
+    ) -> list[mmtests.Table]:
+        """The function profiler's view of `select_task_rq_fair` (seed 002's table) over the
+        benchmark's runs where EAS was enabled: per CPU that ran it, the hits per run, the mean
+        and the variance of one call's time. One table per group of configs that differ only in
+        kernel and features, each value with its change from the group's first config."""
+        profiles = {
+            c: pooled_select_profile(
+                [
+                    r
+                    for op in ops
+                    for r in self._runs_of(machine, c, bdef.name, op)
+                    if (r.get("eas") or {}).get("enabled")
+                ]
+            )
+            for c in self.experiment.config_names
+        }
+        tables = []
+        for group in self._profile_groups():
+            if not any(profiles[c] for c in group):
+                continue
+            cpus = sorted({cpu for c in group for cpu, v in profiles[c].items() if v[0] > 0})
+            nan = (math.nan, math.nan, math.nan)
+            base = group[0]
+            table = mmtests.Table(
+                "stats",
+                "select-profile",
+                f"{bdef.name} select_task_rq_fair per waking CPU: Hit per run, Avg (us), "
+                f"s^2 (us^2); % change from {base} ({machine})",
+                list(group),
+                precision=3,
+                meta=meta | {"metric": "select_task_rq_fair", "higher_is_better": False},
+            )
+            for i, stat in enumerate(("Hit", "Avg", "s^2")):
+                for cpu in cpus:
+                    values = [profiles[c].get(cpu, nan)[i] for c in group]
+                    b = values[0]
+                    compare = [(v / b - 1.0) * 100.0 if b > 0 else math.nan for v in values]
+                    table.rows.append(mmtests.Row(stat, f"cpu{cpu}", values, compare))
+            tables.append(table)
         return tables
 
     def _turbostat_table(

@@ -84,6 +84,50 @@ fn the_energy_model_matches_a_hand_computation() {
 }
 
 #[test]
+fn the_v6_9_cost_form_scales_the_energy_by_ten_thousand_in_uw() {
+    // v6.9: cost = 10 × power(µW) / performance, energy = cost × sum_util. The LITTLE 1 GHz
+    // state: performance = 512 × 1/2 = 256, cost = 10 × 100000 / 256; big 1 GHz: 10 × 400000 / 512.
+    let mut sim = run(arm_cfg(two_clusters(false), small_periodic(), "6.12", 5.0));
+    assert!(sim.eas.cost_v6_9);
+    let l = &sim.eas.pds[0].states;
+    assert!(
+        (l[0].cost - 10.0 * 100_000.0 / 256.0).abs() < 1e-6,
+        "{}",
+        l[0].cost
+    );
+    assert!(
+        (l[1].cost - 10.0 * 400_000.0 / 512.0).abs() < 1e-6,
+        "{}",
+        l[1].cost
+    );
+    let b = &sim.eas.pds[1].states;
+    assert!(
+        (b[0].cost - 10.0 * 400_000.0 / 512.0).abs() < 1e-6,
+        "{}",
+        b[0].cost
+    );
+    for rq in sim.rqs.iter_mut() {
+        rq.cfs.avg.util_avg = 0;
+        rq.cfs.util_est = 0;
+    }
+    sim.tasks[0].cpu = 3;
+    sim.tasks[0].se.avg.util_avg = 100;
+    sim.tasks[0].util_est = Default::default();
+    let mut ops = EasOps::default();
+    // the same estimate as the pre-6.9 form (200 × 100 / 512 mW-units), × 10⁴ (µW, × 10)
+    let e_little = sim.pd_energy(0, 0, Some(0), &mut ops);
+    assert!(
+        (e_little - 1e4 * 200.0 * 100.0 / 512.0).abs() < 1e-6,
+        "{e_little}"
+    );
+    let e_big = sim.pd_energy(1, 0, Some(2), &mut ops);
+    assert!(
+        (e_big - 1e4 * 800.0 * 100.0 / 1024.0).abs() < 1e-6,
+        "{e_big}"
+    );
+}
+
+#[test]
 fn a_small_task_runs_where_the_energy_estimate_is_lowest() {
     for kernel in ["5.3", "5.4", "6.12"] {
         let sim = run(arm_cfg(

@@ -26,7 +26,8 @@ pub struct PerfState {
     pub khz: u64,
     /// Power of one CPU at this state (mW).
     pub power_mw: f64,
-    /// `cost` (pre-6.9 form: power × f_max / f).
+    /// `cost`: before v6.9 `power × f_max / f` (mW); from v6.9 `10 × power / performance`
+    /// with power in µW and `performance = capacity × f / f_max`.
     pub cost: f64,
 }
 
@@ -62,6 +63,8 @@ pub struct EasState {
     pub overutilized: bool,
     /// Use the v5.3 whole-system energy per candidate.
     pub pre_5_4: bool,
+    /// v6.9 cost form: energy = cost × sum_util (no division by the capacity).
+    pub cost_v6_9: bool,
     pub profile: Vec<FnProfile>,
 }
 
@@ -91,22 +94,32 @@ impl Sim {
             }
             None => !self.prof.at_least(5, 4),
         };
+        self.eas.cost_v6_9 = self.prof.at_least(6, 9);
         let mut pds = Vec::new();
         for pol in &self.cpufreq.policies {
             let fd = &self.fds[pol.fd];
             let fmax = fd.cpuinfo_max_khz() as f64;
+            let capacity = self.topo.cpus[pol.cpus[0]].capacity_orig;
             let states: Vec<PerfState> = fd
                 .opps
                 .iter()
-                .map(|o| PerfState {
-                    khz: o.khz,
-                    power_mw: o.power_mw,
-                    cost: o.power_mw * fmax / o.khz as f64,
+                .map(|o| {
+                    let cost = if self.eas.cost_v6_9 {
+                        let performance = capacity as f64 * o.khz as f64 / fmax;
+                        10.0 * o.power_mw * 1000.0 / performance.max(1e-9)
+                    } else {
+                        o.power_mw * fmax / o.khz as f64
+                    };
+                    PerfState {
+                        khz: o.khz,
+                        power_mw: o.power_mw,
+                        cost,
+                    }
                 })
                 .collect();
             pds.push(PerfDomain {
                 cpus: pol.cpus.clone(),
-                capacity: self.topo.cpus[pol.cpus[0]].capacity_orig,
+                capacity,
                 states,
             });
         }
@@ -174,8 +187,8 @@ impl Sim {
         self.cpu_util(cpu, Some(p), dst, false)
     }
 
-    /// `em_pd_energy()` (v5.x): the lowest state whose frequency covers 1.25 × max_util, energy
-    /// = cost × sum_util / capacity.
+    /// `em_pd_energy()` / `em_cpu_energy()`: the lowest state whose frequency covers 1.25 ×
+    /// max_util; energy = cost × sum_util / capacity before v6.9, cost × sum_util from v6.9.
     fn em_pd_energy(&self, pd: usize, max_util: u64, sum_util: u64, ops: &mut EasOps) -> f64 {
         let d = &self.eas.pds[pd];
         let fmax = d.states.last().map_or(1, |s| s.khz) as f64;
@@ -191,7 +204,8 @@ impl Sim {
             }
         }
         ops.energy_evals += 1;
-        chosen.map_or(0.0, |s| s.cost * sum_util as f64 / cap)
+        let scale = if self.eas.cost_v6_9 { 1.0 } else { cap };
+        chosen.map_or(0.0, |s| s.cost * sum_util as f64 / scale)
     }
 
     /// The energy of one performance domain with `p` on `dst` (None: p nowhere in it).
