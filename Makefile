@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.deps-stamp
 # tables; the per-run Parquet store, tables and report.html go to out/demo.
 DEMO_ARGS := compare experiments/quick.toml --out out/demo
 
-.PHONY: venv build test lint fmt bench demo quick clean distclean
+.PHONY: venv build test lint fmt bench demo quick clean distclean validate
 
 venv: $(STAMP)
 
@@ -56,3 +56,9 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# Validation against the seeds' published results (scripts/validate.py): runs
+# experiments/seed000-*.toml at full size (stored under out/validate, so it resumes) and writes
+# docs/validation.md and docs/validation.json. VALIDATE_ARGS=--quick for the reduced study.
+validate: build
+	$(VBIN)/python scripts/validate.py $(VALIDATE_ARGS)

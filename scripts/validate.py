@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Validate schedsim against the seeds' published results, cell by cell.
+
+For seed 000 (x86 frequency invariance, kernel 5.2) this runs experiments/seed000-<machine>.toml
+through the experiment API (the same code as `schedsim compare`), reads the published cells
+transcribed in validation/seed000.toml, computes the simulated value of every cell and writes
+docs/validation.md (every cell: published, simulated, direction, |error|) and docs/validation.json
+(per seed: cells, direction_agree, median_ratio_error).
+
+    scripts/validate.py                 # full size (make validate)
+    scripts/validate.py --quick         # one repeat, shorter tbench runs
+    scripts/validate.py --machines haswell
+
+Runs are stored per run under out/validate[-quick]/<experiment>/, so an interrupted study
+resumes where it stopped and a rerun only rescores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import statistics
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A ratio within this distance of 1.00 is neutral: the seeds print it as `~`.
+NEUTRAL_BAND = 0.02
+
+# --quick: what is reduced, applied to the parsed experiment file before it is checked.
+QUICK_REPEATS = 1
+QUICK_DURATION = {"tbench": ("1s", 0.25)}  # workload -> (duration, warmup_s)
+
+
+# ---- scoring ------------------------------------------------------------------------------
+
+
+def direction(ratio: float, higher_is_better: bool, band: float = NEUTRAL_BAND) -> str:
+    """`better`, `worse` or `~` (neutral) for a ratio new/baseline."""
+    if math.isnan(ratio):
+        return "?"
+    if abs(ratio - 1.0) <= band + 1e-12:
+        return "~"
+    improved = ratio > 1.0 if higher_is_better else ratio < 1.0
+    return "better" if improved else "worse"
+
+
+@dataclass
+class Cell:
+    """One published cell. A `ratio` cell holds new / baseline (scored); an `abs` cell holds a
+    baseline's absolute value (shown next to the simulated one, not scored)."""
+
+    table: str
+    machine: str
+    benchmark: str
+    op: str
+    config: str
+    published: float
+    higher_is_better: bool
+    section: str = (
+        "ratio"  # where the simulated value is read: ratio|metric|turbostat|perf-per-watt
+    )
+    kind: str = "ratio"  # ratio | abs
+    baseline: str | None = None  # for cells of absolute tables: the config they are divided by
+    simulated: float = math.nan
+
+    @property
+    def scored(self) -> bool:
+        return self.kind == "ratio"
+
+    @property
+    def pub_dir(self) -> str:
+        return direction(self.published, self.higher_is_better) if self.scored else ""
+
+    @property
+    def sim_dir(self) -> str:
+        return direction(self.simulated, self.higher_is_better) if self.scored else ""
+
+    @property
+    def agree(self) -> bool | None:
+        if not self.scored or math.isnan(self.simulated):
+            return None
+        return self.pub_dir == self.sim_dir
+
+    @property
+    def error(self) -> float:
+        return abs(self.simulated - self.published)
+
+
+def score(cells: list[Cell]) -> dict[str, Any]:
+    """Headline numbers over the scored cells that have a simulated value."""
+    done = [c for c in cells if c.scored and not math.isnan(c.simulated)]
+    if not done:
+        return {"cells": 0, "direction_agree": None, "median_ratio_error": None}
+    agree = sum(bool(c.agree) for c in done)
+    return {
+        "cells": len(done),
+        "direction_agree": round(agree / len(done), 4),
+        "median_ratio_error": round(statistics.median(c.error for c in done), 4),
+    }
+
+
+# ---- the published values -----------------------------------------------------------------
+
+
+def load_published(path: Path) -> tuple[dict[str, Any], list[Cell]]:
+    """Read a validation/seedNNN.toml: its [seed] header and every cell. A table lists its
+    configs once and gives one row per (benchmark, op) with a value per config; `~` stands for
+    a neutral 1.00 as printed in the seed. In `absolute` tables the first config is the
+    baseline: the other cells become ratios to it and the baseline cell an unscored `abs`."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    cells: list[Cell] = []
+    for t in data["table"]:
+        configs = t["configs"]
+        absolute = t["kind"] == "absolute"
+        if t["kind"] not in ("ratio", "absolute"):
+            raise ValueError(f"{path}: table {t['name']!r}: kind must be ratio or absolute")
+        for row in t["rows"]:
+            bench, op, values = row[0], str(row[1]), row[2:]
+            if len(values) != len(configs):
+                raise ValueError(
+                    f"{path}: table {t['name']!r} row {bench} {op}: {len(values)} values for "
+                    f"{len(configs)} configs"
+                )
+            values = [1.0 if v == "~" else float(v) for v in values]
+            common = {
+                "table": t["name"],
+                "machine": t["machine"],
+                "benchmark": bench,
+                "op": op,
+                "higher_is_better": t["higher_is_better"],
+                "section": t["section"],
+            }
+            if not absolute:
+                cells += [
+                    Cell(config=c, published=v, **common)
+                    for c, v in zip(configs, values, strict=True)
+                ]
+                continue
+            base = values[0]
+            cells.append(Cell(config=configs[0], published=base, kind="abs", **common))
+            cells += [
+                Cell(config=c, published=v / base, baseline=configs[0], **common)
+                for c, v in zip(configs[1:], values[1:], strict=True)
+            ]
+    return data["seed"], cells
+
+
+def simulated_value(tables: Any, cell: Cell) -> float:
+    """The simulated counterpart of a cell from ExperimentResult.tables (one row per cell of
+    every schedsim table)."""
+
+    def lookup(config: str) -> float:
+        t = tables[
+            (tables.machine == cell.machine)
+            & (tables.benchmark == cell.benchmark)
+            & (tables.section == cell.section)
+            & (tables.config == config)
+        ]
+        if cell.section in ("ratio", "perf-per-watt"):
+            t = t[t.stat == "Gmean"]
+        elif cell.section == "turbostat":
+            t = t[(t.stat == "Amean") & (t.op == cell.op)]
+        else:
+            t = t[t.stat.isin(["Hmean", "Amean"]) & (t.op == cell.op)]
+        if len(t) != 1:
+            return math.nan
+        return float(t.value.iloc[0])
+
+    if cell.baseline is None:
+        return lookup(cell.config)
+    return lookup(cell.config) / lookup(cell.baseline)
+
+
+# ---- running ------------------------------------------------------------------------------
+
+
+def load_experiment(path: Path, quick: bool):
+    from schedsim.experiment import Experiment
+
+    text = path.read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    if quick:
+        data = copy.deepcopy(data)
+        data["experiment"]["repeats"] = QUICK_REPEATS
+        for bench in data.get("benchmark", []):
+            if bench["workload"] in QUICK_DURATION:
+                duration, warmup = QUICK_DURATION[bench["workload"]]
+                bench["duration"] = duration
+                bench.setdefault("params", {})["warmup_s"] = warmup
+    return Experiment.from_dict(data, origin=str(path), base_dir=path.parent, text=text)
+
+
+def run_experiment(path: Path, quick: bool, jobs: int | None, out_root: Path):
+    exp = load_experiment(path, quick)
+    out = out_root / exp.name
+    t0 = time.monotonic()
+    result = exp.run(jobs=jobs, out=out, progress=sys.stderr.isatty())
+    wall = time.monotonic() - t0
+    result.write(out)
+    print(
+        f"{exp.name}: {result.executed} runs executed, {result.loaded} loaded, {wall:.0f} s",
+        file=sys.stderr,
+    )
+    return exp, result, wall
+
+
+# ---- report -------------------------------------------------------------------------------
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def render_markdown(
+    seeds: dict[str, tuple[dict[str, Any], list[Cell]]],
+    studies: list[dict[str, Any]],
+    quick: bool,
+    notes: str = "",
+) -> str:
+    """docs/validation.md: headlines per seed and overall, the study's cost and sizes, then
+    every cell."""
+    all_cells = [c for _, cells in seeds.values() for c in cells]
+    lines = [
+        "# Validation against the seeds' published results",
+        "",
+        "Generated by `scripts/validate.py"
+        + (" --quick" if quick else "")
+        + "` (`make validate` runs the full size). Every published cell transcribed in "
+        "`validation/seedNNN.toml` is compared with the same cell of the simulated study. "
+        f"Direction: `better`, `worse` or `~` (within {NEUTRAL_BAND:.0%} of 1.00, the seeds' "
+        "tilde) for ratios new/baseline; error = |simulated - published| of the ratio. "
+        "Absolute baseline values (the baseline's MB/s, seconds and package watts, to which the "
+        "presets' power and speed models were calibrated) are shown but not scored.",
+        "",
+        "## Headline",
+        "",
+        "| seed | cells scored | direction agrees | median ratio error |",
+        "|---|---:|---:|---:|",
+    ]
+    for sid, (_, cells) in seeds.items():
+        h = score(cells)
+        lines.append(_headline_row(f"seed{sid}", h))
+    lines.append(_headline_row("overall", score(all_cells)))
+    missing = [c for c in all_cells if c.scored and math.isnan(c.simulated)]
+    if missing:
+        lines += ["", f"{len(missing)} published cells have no simulated value yet (see below)."]
+    lines += ["", "## The study", ""]
+    run_s = sum(s["run_s"] for s in studies)
+    lines.append(
+        f"The simulations took {run_s / 60:.1f} min of simulator time in all (the sum of every "
+        f"run's own wall time), i.e. about {run_s / 120:.1f} min on this machine's 2 cores "
+        "when nothing else runs. `wall` below is the wall-clock time of this invocation's "
+        "executed runs (0 when every run was loaded from the store under out/)."
+    )
+    lines += [
+        "",
+        "| experiment | runs | executed | wall (s) | simulator (s) | repeats | sizes |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in studies:
+        lines.append(
+            f"| {s['name']} | {s['runs']} | {s['executed']} | {s['wall_s']:.0f} "
+            f"| {s['run_s']:.0f} | {s['repeats']} | {s['sizes']} |"
+        )
+    if notes:
+        lines += ["", notes.strip()]
+    for sid, (seed, cells) in seeds.items():
+        lines += ["", f"## seed {sid}: {seed.get('title', '')}", ""]
+        lines.append(
+            f"Published values: `{seed.get('file', '')}`, transcribed in "
+            f"`validation/seed{sid}.toml`."
+        )
+        tables: dict[tuple[str, str], list[Cell]] = {}
+        for c in cells:
+            tables.setdefault((c.table, c.machine), []).append(c)
+        for (name, machine), tcells in tables.items():
+            h = score(tcells)
+            head = (
+                f"{h['cells']} scored, direction agrees {h['direction_agree']:.0%}, "
+                f"median error {h['median_ratio_error']:.3f}"
+                if h["cells"]
+                else "not simulated"
+            )
+            lines += [
+                "",
+                f"### {name}: {machine}",
+                "",
+                head,
+                "",
+                "| benchmark | op | config | published | simulated | direction (pub/sim) "
+                "| agree | error |",
+                "|---|---|---|---:|---:|---|---|---:|",
+            ]
+            for c in tcells:
+                if c.scored:
+                    agree = {True: "yes", False: "**no**", None: "-"}[c.agree]
+                    lines.append(
+                        f"| {c.benchmark} | {c.op} | {c.config} | {_fmt(c.published)} "
+                        f"| {_fmt(c.simulated)} | {c.pub_dir} / {c.sim_dir} | {agree} "
+                        f"| {_fmt(c.error, 3)} |"
+                    )
+                else:
+                    lines.append(
+                        f"| {c.benchmark} | {c.op} | {c.config} (absolute) "
+                        f"| {_fmt(c.published)} | {_fmt(c.simulated)} | not scored | | |"
+                    )
+    return "\n".join(lines) + "\n"
+
+
+def _headline_row(label: str, h: dict[str, Any]) -> str:
+    if not h["cells"]:
+        return f"| {label} | 0 | - | - |"
+    return (
+        f"| {label} | {h['cells']} | {h['direction_agree']:.1%} | {h['median_ratio_error']:.3f} |"
+    )
+
+
+def headline_json(seeds: dict[str, tuple[dict[str, Any], list[Cell]]]) -> dict[str, Any]:
+    out = {f"seed{sid}": score(cells) for sid, (_, cells) in seeds.items()}
+    out["overall"] = score([c for _, cells in seeds.values() for c in cells])
+    return out
+
+
+def _sizes(exp: Any) -> str:
+    parts = []
+    for b in exp.benchmarks:
+        vals = b.values(exp.machines[0].name)
+        sweep = f"{b.param} {vals[0]}..{vals[-1]} ({len(vals)})" if b.param else "once"
+        dur = f", {b.duration_ns / 1e9:g} s" if b.duration_ns else ""
+        parts.append(f"{b.name}: {sweep}{dur}")
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one repeat, shorter tbench runs")
+    ap.add_argument("--machines", default="skylake,broadwell,haswell")
+    ap.add_argument("--jobs", "-j", type=int, default=None)
+    ap.add_argument("--run-only", action="store_true", help="run the experiments, do not score")
+    ap.add_argument(
+        "--notes",
+        type=Path,
+        default=ROOT / "validation/notes.md",
+        help="markdown appended to the study section (the analysis of the misses)",
+    )
+    ap.add_argument("--md", type=Path, default=ROOT / "docs/validation.md")
+    ap.add_argument("--json", type=Path, default=ROOT / "docs/validation.json")
+    args = ap.parse_args(argv)
+    out_root = ROOT / ("out/validate-quick" if args.quick else "out/validate")
+    seed, cells = load_published(ROOT / "validation/seed000.toml")
+    studies = []
+    for m in args.machines.split(","):
+        exp, result, wall = run_experiment(
+            ROOT / f"experiments/seed000-{m}.toml", args.quick, args.jobs, out_root
+        )
+        studies.append(
+            {
+                "name": exp.name,
+                "runs": len(exp.specs),
+                "executed": result.executed,
+                "wall_s": wall if result.executed else 0.0,
+                "run_s": float(result.runs["sim.wall_s"].sum()),
+                "repeats": exp.repeats,
+                "sizes": _sizes(exp),
+            }
+        )
+        if args.run_only:
+            continue
+        tables = result.tables
+        machine = exp.machines[0].name
+        for c in cells:
+            if c.machine == machine:
+                c.simulated = simulated_value(tables, c)
+    if args.run_only:
+        return 0
+    seeds = {seed["id"]: (seed, cells)}
+    notes = args.notes.read_text(encoding="utf-8") if args.notes.is_file() else ""
+    args.md.write_text(render_markdown(seeds, studies, args.quick, notes), encoding="utf-8")
+    args.json.write_text(json.dumps(headline_json(seeds), indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(headline_json(seeds)), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

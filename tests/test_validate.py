@@ -1,0 +1,176 @@
+"""scripts/validate.py: direction classification, the neutral band, the headline numbers and
+the parsing of the published-values files (no simulation)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("validate", ROOT / "scripts/validate.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["validate"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+v = _load()
+
+
+@pytest.mark.parametrize(
+    ("ratio", "higher", "expected"),
+    [
+        (1.30, True, "better"),
+        (1.30, False, "worse"),
+        (0.49, False, "better"),
+        (0.49, True, "worse"),
+        (1.00, True, "~"),
+        (1.02, True, "~"),  # the band's edge is neutral
+        (0.98, False, "~"),
+        (1.021, True, "better"),
+        (0.979, True, "worse"),
+        (math.nan, True, "?"),
+    ],
+)
+def test_direction(ratio, higher, expected):
+    assert v.direction(ratio, higher) == expected
+
+
+def _cell(published, simulated, higher=True, kind="ratio"):
+    return v.Cell(
+        table="t",
+        machine="m",
+        benchmark="b",
+        op="Gmean",
+        config="c",
+        published=published,
+        higher_is_better=higher,
+        kind=kind,
+        simulated=simulated,
+    )
+
+
+def test_score_hand_computed():
+    cells = [
+        _cell(1.30, 1.25),  # better/better, error 0.05
+        _cell(1.00, 1.015),  # ~/~, error 0.015
+        _cell(0.83, 0.95, higher=False),  # lower is better: both better, error 0.12
+        _cell(1.14, 0.97),  # better/worse: disagree, error 0.17
+        _cell(1.00, math.nan),  # not simulated: left out
+        _cell(142.32, 150.0, kind="abs"),  # absolute baseline: shown, not scored
+    ]
+    h = v.score(cells)
+    assert h["cells"] == 4
+    assert h["direction_agree"] == pytest.approx(0.75)
+    # errors 0.015, 0.05, 0.12, 0.17 -> median (0.05 + 0.12) / 2
+    assert h["median_ratio_error"] == pytest.approx(0.085)
+    assert [c.agree for c in cells] == [True, True, True, False, None, None]
+
+
+def test_score_empty():
+    assert v.score([_cell(1.0, math.nan)]) == {
+        "cells": 0,
+        "direction_agree": None,
+        "median_ratio_error": None,
+    }
+
+
+def test_parse_tables(tmp_path):
+    p = tmp_path / "seed.toml"
+    p.write_text(
+        """
+[seed]
+id = "999"
+file = "x.txt"
+
+[[table]]
+name = "ratios"
+machine = "m1"
+section = "ratio"
+kind = "ratio"
+higher_is_better = false
+configs = ["a", "b"]
+rows = [["kernbench", "Gmean", "~", 0.83]]
+
+[[table]]
+name = "abs"
+machine = "m1"
+section = "metric"
+kind = "absolute"
+higher_is_better = true
+configs = ["base", "new"]
+rows = [["tbench4", "clients-1", 126.73, 315.91]]
+""",
+        encoding="utf-8",
+    )
+    seed, cells = v.load_published(p)
+    assert seed["id"] == "999"
+    assert [(c.config, c.published, c.kind) for c in cells[:2]] == [
+        ("a", 1.0, "ratio"),
+        ("b", 0.83, "ratio"),
+    ]
+    base, new = cells[2:]
+    assert (base.kind, base.published, base.scored) == ("abs", 126.73, False)
+    assert new.baseline == "base"
+    assert new.published == pytest.approx(315.91 / 126.73)
+    assert new.scored and new.higher_is_better
+
+
+def test_parse_rejects_ragged_rows(tmp_path):
+    p = tmp_path / "seed.toml"
+    p.write_text(
+        '[seed]\nid = "1"\n[[table]]\nname = "t"\nmachine = "m"\nsection = "ratio"\n'
+        'kind = "ratio"\nhigher_is_better = true\nconfigs = ["a", "b"]\n'
+        'rows = [["x", "Gmean", 1.0]]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="1 values for 2 configs"):
+        v.load_published(p)
+
+
+def test_seed000_file():
+    seed, cells = v.load_published(ROOT / "validation/seed000.toml")
+    assert seed["id"] == "000"
+    by = {(c.table, c.machine, c.benchmark, c.op, c.config): c for c in cells}
+    # spot checks against the seed text
+    assert (
+        by[
+            ("5.3.2 ratio, lower is better", "broadwell-80x", "gitsource", "Gmean", "sugov-turbo4")
+        ].published
+        == 0.49
+    )
+    k = by[("5.3.3 kernbench Amean s", "broadwell-80x", "kernbench", "jobs-2", "sugov-turbo4")]
+    assert k.published == pytest.approx(283.96 / 379.68)
+    assert not k.higher_is_better
+    assert all(c.machine in ("skylake-8x", "broadwell-80x", "haswell-48x") for c in cells)
+    assert sum(c.kind == "abs" for c in cells) == 9 + 8 + 1 + 9
+
+
+def test_simulated_value_lookup():
+    pd = pytest.importorskip("pandas")
+    rows = [
+        ("m", "b", "ratio", "Gmean", "Higher", "new", 1.2),
+        ("m", "b", "metric", "Hmean", "clients-1", "base", 100.0),
+        ("m", "b", "metric", "Hmean", "clients-1", "new", 150.0),
+        ("m", "b", "turbostat", "Amean", "PkgWatt", "base", 40.0),
+        ("m", "b", "turbostat", "Amean", "PkgWatt", "new", 50.0),
+    ]
+    tables = pd.DataFrame(
+        rows, columns=["machine", "benchmark", "section", "stat", "op", "config", "value"]
+    )
+    c = _cell(1.3, math.nan)
+    c.benchmark, c.config = "b", "new"
+    assert v.simulated_value(tables, c) == pytest.approx(1.2)
+    c.section, c.op, c.baseline = "metric", "clients-1", "base"
+    assert v.simulated_value(tables, c) == pytest.approx(1.5)
+    c.section, c.op = "turbostat", "PkgWatt"
+    assert v.simulated_value(tables, c) == pytest.approx(1.25)
+    c.op = "missing"
+    assert math.isnan(v.simulated_value(tables, c))
