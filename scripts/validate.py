@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Validate schedsim against the seeds' published results, cell by cell.
 
-For seed 000 (x86 frequency invariance, kernel 5.2) this runs experiments/seed000-<machine>.toml
-through the experiment API (the same code as `schedsim compare`), reads the published cells
-transcribed in validation/seed000.toml, computes the simulated value of every cell and writes
+For seed 000 (x86 frequency invariance, kernel 5.2) this runs experiments/seed000-<machine>.toml,
+for seed 002 (EAS wake-up cost) experiments/eas-wakeup-eb92692b.toml, through the experiment API
+(the same code as `schedsim compare`), reads the published cells transcribed in
+validation/seedNNN.toml, computes the simulated value of every cell and writes
 docs/validation.md (every cell: published, simulated, direction, |error|) and docs/validation.json
 (per seed: cells, direction_agree, median_ratio_error).
 
@@ -168,6 +169,8 @@ def simulated_value(tables: Any, cell: Cell) -> float:
             t = t[t.stat == "Gmean"]
         elif cell.section == "turbostat":
             t = t[(t.stat == "Amean") & (t.op == cell.op)]
+        elif cell.section == "select-profile":
+            t = t[(t.stat == "Avg") & (t.op == cell.op)]
         else:
             t = t[t.stat.isin(["Hmean", "Amean"]) & (t.op == cell.op)]
         if len(t) != 1:
@@ -342,7 +345,8 @@ def _sizes(exp: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one repeat, shorter tbench runs")
-    ap.add_argument("--machines", default="skylake,broadwell,haswell")
+    ap.add_argument("--seeds", default="000,002", help="seeds to validate (comma-separated)")
+    ap.add_argument("--machines", default="skylake,broadwell,haswell", help="seed 000's machines")
     ap.add_argument("--jobs", "-j", type=int, default=None)
     ap.add_argument("--run-only", action="store_true", help="run the experiments, do not score")
     ap.add_argument(
@@ -355,33 +359,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "docs/validation.json")
     args = ap.parse_args(argv)
     out_root = ROOT / ("out/validate-quick" if args.quick else "out/validate")
-    seed, cells = load_published(ROOT / "validation/seed000.toml")
+    plan = {
+        "000": [ROOT / f"experiments/seed000-{m}.toml" for m in args.machines.split(",")],
+        "002": [ROOT / "experiments/eas-wakeup-eb92692b.toml"],
+    }
+    seeds: dict[str, tuple[dict[str, Any], list[Cell]]] = {}
     studies = []
-    for m in args.machines.split(","):
-        exp, result, wall = run_experiment(
-            ROOT / f"experiments/seed000-{m}.toml", args.quick, args.jobs, out_root
-        )
-        studies.append(
-            {
-                "name": exp.name,
-                "runs": len(exp.specs),
-                "executed": result.executed,
-                "wall_s": wall if result.executed else 0.0,
-                "run_s": float(result.runs["sim.wall_s"].sum()),
-                "repeats": exp.repeats,
-                "sizes": _sizes(exp),
-            }
-        )
-        if args.run_only:
+    for sid in args.seeds.split(","):
+        files = [f for f in plan[sid] if f.is_file()]
+        if not files:
+            print(f"seed {sid}: no experiment file, skipped", file=sys.stderr)
             continue
-        tables = result.tables
-        machine = exp.machines[0].name
-        for c in cells:
-            if c.machine == machine:
-                c.simulated = simulated_value(tables, c)
+        seed, cells = load_published(ROOT / f"validation/seed{sid}.toml")
+        seeds[sid] = (seed, cells)
+        for path in files:
+            exp, result, wall = run_experiment(path, args.quick, args.jobs, out_root)
+            studies.append(
+                {
+                    "name": exp.name,
+                    "runs": len(exp.specs),
+                    "executed": result.executed,
+                    "wall_s": wall if result.executed else 0.0,
+                    "run_s": float(result.runs["sim.wall_s"].sum()),
+                    "repeats": exp.repeats,
+                    "sizes": _sizes(exp),
+                }
+            )
+            if args.run_only:
+                continue
+            tables = result.tables
+            machines = {m.name for m in exp.machines}
+            benches = {b.name for b in exp.benchmarks}
+            for c in cells:
+                if c.machine in machines and c.benchmark in benches:
+                    c.simulated = simulated_value(tables, c)
     if args.run_only:
         return 0
-    seeds = {seed["id"]: (seed, cells)}
     notes = args.notes.read_text(encoding="utf-8") if args.notes.is_file() else ""
     args.md.write_text(render_markdown(seeds, studies, args.quick, notes), encoding="utf-8")
     args.json.write_text(json.dumps(headline_json(seeds), indent=2) + "\n", encoding="utf-8")
