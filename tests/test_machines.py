@@ -5,6 +5,7 @@ seed 001's socket power; and the preset validation."""
 import csv
 import math
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,8 +17,8 @@ from schedsim.machines.preset import em_power_mw
 from schedsim.machines.sources import split_comment, value_sources
 from schedsim.spec import MachineSpec
 
-# shared/ (seeds and data) sits beside the repository in the development layout.
-SHARED = preset_dir().parents[2].parent / "shared"
+# Copies of the reference data (tests/reference/README.md says where each file comes from).
+SHARED = Path(__file__).parent / "reference"
 REPO = preset_dir().parents[2]
 
 DESIGN_NAMES = [
@@ -159,7 +160,7 @@ def seed000_tables() -> dict[str, tuple[int, int, list[int]]]:
     """EFFIC, BASE and the turbo bins of each machine, read from the seed file."""
     path = SHARED / "seeds" / "000_d24d9f93e0dce4f2.txt"
     if not path.is_file():
-        pytest.skip("shared/ reference data not present")
+        pytest.skip("tests/reference data not present")
     out: dict[str, tuple[int, int, list[int]]] = {}
     current = None
     bins: dict[int, int] = {}
@@ -260,7 +261,7 @@ INTEL_IDLE_TABLES = {
 def test_intel_idle_states_equal_the_intel_idle_tables(name: str) -> None:
     path = SHARED / "data" / "x86" / "intel_idle_cstate_tables.csv"
     if not path.is_file():
-        pytest.skip("shared/ reference data not present")
+        pytest.skip("tests/reference data not present")
     rows = {
         r["state"]: (int(r["exit_latency_us"]), int(r["target_residency_us"]))
         for r in csv.DictReader(path.open())
@@ -428,7 +429,7 @@ ARM_DATA = {
 def arm_rows(name: str) -> list[dict[str, str]]:
     path = SHARED / "data" / "machines" / f"{ARM_DATA[name]}_opp_em.csv"
     if not path.is_file():
-        pytest.skip("shared/ reference data not present")
+        pytest.skip("tests/reference data not present")
     return list(csv.DictReader(path.open()))
 
 
@@ -493,7 +494,7 @@ def test_juno_cpu_numbering_is_the_boot_order() -> None:
 def test_arm_idle_states_use_entry_plus_exit_latency(name: str) -> None:
     path = SHARED / "data" / "machines" / f"{ARM_DATA[name]}.json"
     if not path.is_file():
-        pytest.skip("shared/ reference data not present")
+        pytest.skip("tests/reference data not present")
     import json
 
     data = json.loads(path.read_text())
@@ -528,10 +529,9 @@ def test_sdm845_opps_match_the_device_tree_table() -> None:
     import csv
 
     spec = load_machine("sdm845").spec
-    csv_path = preset_dir().parents[2].parent / "shared" / "data" / "machines"
-    path = csv_path / "sdm845_opp_em.csv"
+    path = SHARED / "data" / "machines" / "sdm845_opp_em.csv"
     if not path.is_file():
-        pytest.skip("shared/ reference data not present")
+        pytest.skip("tests/reference data not present")
     rows = list(csv.DictReader(path.open()))
     for domain, cluster in ((0, "little"), (1, "big")):
         expected = [int(r["freq_khz"]) for r in rows if r["cluster"] == cluster]
