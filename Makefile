@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.deps-stamp
 # tables; the per-run Parquet store, tables and report.html go to out/demo.
 DEMO_ARGS := compare experiments/quick.toml --out out/demo
 
-.PHONY: venv build test lint fmt bench demo quick clean distclean validate
+.PHONY: venv build test lint fmt bench demo quick clean distclean validate models-doc
 
 venv: $(STAMP)
 
@@ -62,3 +62,8 @@ distclean: clean
 # docs/validation.md and docs/validation.json. VALIDATE_ARGS=--quick for the reduced study.
 validate: build
 	$(VBIN)/python scripts/validate.py $(VALIDATE_ARGS)
+
+# docs/models.md: every model constant with its value, kind and source, generated from the
+# workload data and the machine presets (scripts/models_doc.py).
+models-doc: venv
+	$(VBIN)/python scripts/models_doc.py
