@@ -302,3 +302,27 @@ fn a_task_started_at_time_zero_is_tracked_by_pelt_from_its_first_enqueue() {
         assert!(u > 0.98 * expect, "{kernel}: util {u} vs {expect:.0}");
     }
 }
+
+#[test]
+fn a_timer_wakeup_on_an_idle_cpu_delays_the_task_by_the_interrupts_kernel_work() {
+    // One task: 1 M cycles every 10 ms on one 1 GHz CPU with the test costs (switch 6,000,
+    // wakeup 4,000 cycles). The timer's wakeup runs in interrupt context on the idle CPU, so
+    // each activation runs 1,000,000 + 4,000 (wakeup) + 6,000 (switch in) cycles = 1,010 us;
+    // the first, started by the fork, has no timer wakeup.
+    let w = custom(
+        json!([{"name": "t", "start_cpu": 0, "program": [{"op": "loop", "count": -1, "body": [
+            {"op": "run", "cycles": 1.0e6}, {"op": "timer", "period_ns": 10_000_000}]}]}]),
+        json!([]),
+    );
+    let cpu_ns = |costs: bool| {
+        let sim = run(config(smp(1, 1, KHZ, costs), w.clone(), "6.12", 1005.0));
+        let t = &sim.tasks[0];
+        assert_eq!(t.stats.nr_wakeups, 100, "one wakeup per period");
+        t.stats.cpu_ns as f64
+    };
+    let bare = cpu_ns(false);
+    let charged = cpu_ns(true);
+    assert!((bare - 101.0e6).abs() < 10.0, "{bare}");
+    let want = 100.0 * (4_000.0 + 6_000.0) + 6_000.0;
+    assert!((charged - bare - want).abs() < 10.0, "{charged} vs {bare}");
+}

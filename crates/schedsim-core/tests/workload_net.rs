@@ -251,9 +251,11 @@ fn dbench_pass_time_matches_the_measured_op_latencies() {
     let s = sim(shallow(2, 3_000_000, true), "dbench", json!({}), 400.0);
     let want = dbench_pass_ms_at_3ghz();
     let got = metric(&s, "loadfile_ms_mean");
-    // the simulator adds the kernel's wakeup and switch costs of the 171 blocking ops
+    // the simulator adds the kernel's wakeup and switch costs of the 171 blocking ops (and of
+    // the jbd2 commits): two switches and two wakeups of 6,000 and 4,000 cycles each per op,
+    // the IO completion's wakeup run by the interrupt on the idle CPU included, ~3 % at 3 GHz
     assert!(
-        got >= want && got < want * 1.03,
+        got >= want && got < want * 1.04,
         "pass {got} ms, from the op latencies {want} ms"
     );
     // and so the measured 382.6 MB/s of one client

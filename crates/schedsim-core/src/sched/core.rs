@@ -274,6 +274,10 @@ impl Sim {
             },
         );
         self.check_preempt_curr(cpu, t, false);
+        if cpu != waker_cpu && self.rqs[waker_cpu].curr.is_none() {
+            // an idle waker went back to idle: its interrupt work delays no task
+            self.rqs[waker_cpu].idle_kernel_cycles = 0.0;
+        }
         if self.trace.is_some() {
             let p = self.trace_ref(Some(t));
             self.trace_event(cpu, Payload::Wakeup { p, target: cpu });
@@ -287,12 +291,15 @@ impl Sim {
         self.charge_cpu(waker_cpu, c);
     }
 
-    /// Add `cycles` of kernel work to whatever runs on `cpu` (nothing if it idles).
+    /// Add `cycles` of kernel work to whatever runs on `cpu`. On an idle CPU the work is kept
+    /// until the CPU next runs a task, which starts after it (the interrupt that woke the CPU
+    /// ran it first); if the CPU goes back to idle instead, it is dropped.
     pub fn charge_cpu(&mut self, cpu: usize, cycles: f64) {
         if cycles <= 0.0 {
             return;
         }
         let Some(cur) = self.rqs[cpu].curr else {
+            self.rqs[cpu].idle_kernel_cycles += cycles;
             return;
         };
         if self.tasks[cur].burst.is_some() {
@@ -552,6 +559,7 @@ impl Sim {
                     self.leave_idle(cpu);
                 }
                 self.rqs[cpu].curr = Some(n);
+                let irq = std::mem::take(&mut self.rqs[cpu].idle_kernel_cycles);
                 let task = &mut self.tasks[n];
                 let waited = self.now - task.stats.runnable_since;
                 task.stats.wait_ns += waited;
@@ -563,7 +571,7 @@ impl Sim {
                 }
                 task.stats.runnable_since = self.now;
                 let ct = self.topo.cpus[cpu].core_type;
-                let cs = self.costs[ct].context_switch;
+                let cs = self.costs[ct].context_switch + irq;
                 match task.burst.as_mut() {
                     Some(b) => b.cycles += cs,
                     None => task.pending_overhead += cs,
@@ -587,6 +595,7 @@ impl Sim {
 
     /// The idle task runs: resync the PELT clock, stop the tick (NOHZ idle), pick an idle state.
     fn enter_idle(&mut self, cpu: usize) {
+        self.rqs[cpu].idle_kernel_cycles = 0.0;
         self.update_idle_rq_clock_pelt(cpu);
         self.rqs[cpu].idle_calls += 1;
         self.idle_select_state(cpu);

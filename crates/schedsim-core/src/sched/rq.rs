@@ -95,6 +95,9 @@ pub struct Rq {
     pub idle_calls: u64,
     /// Work for the stopper thread, done at the next `schedule()` of this CPU.
     pub stopper: Option<Stopper>,
+    /// Kernel work done in interrupt context while the CPU idled (a timer's wakeup and its
+    /// placement): the next task this CPU runs starts after it.
+    pub idle_kernel_cycles: f64,
     /// Statistics.
     pub busy_ns: u64,
     pub idle_ns: u64,
@@ -138,6 +141,7 @@ impl Rq {
             iowait_ns: 0,
             idle_calls: 0,
             stopper: None,
+            idle_kernel_cycles: 0.0,
             busy_ns: 0,
             idle_ns: 0,
             last_state_change: 0,
