@@ -16,7 +16,12 @@ from support import FakeCore, VaryingCore
 @pytest.fixture
 def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
     core = FakeCore()
-    functions = {"run": core.run, "workloads": core.workloads, "version": core.version}
+    functions = {
+        "run": core.run,
+        "workloads": core.workloads,
+        "version": core.version,
+        "model_fingerprint": lambda: "fake",
+    }
     monkeypatch.setattr(native, "core_function", lambda name: functions[name])
     config_mod.core_workloads.cache_clear()
     yield core
@@ -27,7 +32,12 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
 def varying_core(monkeypatch: pytest.MonkeyPatch) -> VaryingCore:
     """A fake core whose results vary with the config and seed (for `schedsim compare`)."""
     core = VaryingCore()
-    functions = {"run": core.run, "workloads": core.workloads, "version": core.version}
+    functions = {
+        "run": core.run,
+        "workloads": core.workloads,
+        "version": core.version,
+        "model_fingerprint": lambda: "fake",
+    }
     monkeypatch.setattr(native, "core_function", lambda name: functions[name])
     config_mod.core_workloads.cache_clear()
     yield core

@@ -279,3 +279,16 @@ def test_shipped_quick_experiment_is_valid(real_core) -> None:
     assert resolved["pstate-hwp"]["driver"] == "intel_pstate"
     assert resolved["pstate-hwp"]["governor"] == "powersave"
     assert all(s.sim_config["duration_ns"] == 2_000_000_000 for s in exp.specs)
+
+
+def test_run_keys_change_with_the_core_model_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored run is not reused after the core's sources or data change."""
+    from schedsim import experiment as ex
+
+    fields = {"machine": "m", "config": "c", "benchmark": "b", "value": 1, "repeat": 1}
+    sim = {"seed": 1}
+    monkeypatch.setattr(ex, "model_fingerprint", lambda: "aaaa")
+    a = ex.run_key(fields, sim)
+    assert ex.run_key(fields, sim) == a
+    monkeypatch.setattr(ex, "model_fingerprint", lambda: "bbbb")
+    assert ex.run_key(fields, sim) != a

@@ -48,6 +48,7 @@ from .config import (
 )
 from .errors import ConfigError
 from .machines import Machine, list_machines, load_machine
+from .native import model_fingerprint
 from .report.stats import SUMMARY_TYPES
 from .sweep.stride import PATTERNS, Topology, stride_range
 from .units import DURATION_FORMS, parse_duration
@@ -331,8 +332,13 @@ def run_seed(experiment_seed: int, machine: str, benchmark: str, value: Any, rep
 
 def run_key(spec_fields: Mapping[str, Any], sim_config: Mapping[str, Any]) -> str:
     """The key of a run's result file: a hash of (machine, config, benchmark, parameter value,
-    repeat, experiment seed) and the complete SimConfig (so editing a config reruns it)."""
-    return _digest(["schedsim-run", FORMAT_VERSION, dict(spec_fields), sim_config]).hex()[:32]
+    repeat, experiment seed), the complete SimConfig (so editing a config reruns it) and the
+    core's model fingerprint (so a rebuilt, changed model reruns it too)."""
+    payload = ["schedsim-run", FORMAT_VERSION, dict(spec_fields), sim_config]
+    fingerprint = model_fingerprint()
+    if fingerprint is not None:
+        payload.append(fingerprint)
+    return _digest(payload).hex()[:32]
 
 
 def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

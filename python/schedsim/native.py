@@ -30,3 +30,12 @@ def core_version() -> str | None:
         return str(core_function("version")())
     except CoreUnavailableError:
         return None
+
+
+def model_fingerprint() -> str | None:
+    """A hash of the core's sources and data at build time, or None when the extension is not
+    built (or predates the fingerprint)."""
+    try:
+        return str(core_function("model_fingerprint")())
+    except CoreUnavailableError:
+        return None

@@ -48,3 +48,9 @@ pub fn workloads_json() -> String {
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
+
+/// A hash of the core's sources and data at build time: two builds with the same fingerprint
+/// simulate identically.
+pub fn model_fingerprint() -> &'static str {
+    env!("SCHEDSIM_MODEL_FINGERPRINT")
+}

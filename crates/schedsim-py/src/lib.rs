@@ -23,10 +23,17 @@ fn version() -> &'static str {
     schedsim_core::version()
 }
 
+/// A hash of the core's sources and data at build time.
+#[pyfunction]
+fn model_fingerprint() -> &'static str {
+    schedsim_core::model_fingerprint()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(model_fingerprint, m)?)?;
     Ok(())
 }
