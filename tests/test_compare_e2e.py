@@ -87,3 +87,26 @@ def test_compare_quick_reduced(tmp_path) -> None:
     assert again.stdout == text
     inline = runner.invoke(app, ["compare", str(path), "--jobs", "1"])
     assert inline.stdout == text
+
+
+def test_a_benchmark_without_a_swept_parameter_names_each_metric_table_row_by_its_metric(
+    tmp_path: Path,
+) -> None:
+    text = QUICK.read_text()
+    for old, new in (
+        ('param = "tasks"\n', ""),
+        ("values = [1, 2, 4, 8]\n", ""),
+        ("params = { duty_pct = 20, period_ms = 16 }", "params = { tasks = 2, duty_pct = 20 }"),
+        ('duration = "2s"', 'duration = "200ms"'),
+        ("repeats = 3", "repeats = 1"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "single.toml"
+    path.write_text(text)
+    result = runner.invoke(app, ["compare", str(path), "--jobs", "1"])
+    assert result.exit_code == 0, result.stderr
+    latency = result.stdout.split("periodic wakeup_latency_us_mean (skylake-8x)")[1]
+    assert re.search(r"^Amean\s+wakeup_latency_us_mean\s", latency, re.M)
+    run_us = result.stdout.split("periodic run_us_mean (skylake-8x)")[1]
+    assert re.search(r"^Amean\s+run_us_mean\s", run_us, re.M)

@@ -372,6 +372,7 @@ class ExperimentResult:
                         "higher_is_better": metric.higher_is_better,
                         "summarise": bdef.summarise,
                     }
+                    first = len(tables)
                     tables.append(
                         mmtests.stats_table(
                             summ,
@@ -396,6 +397,12 @@ class ExperimentResult:
                             meta=mmeta,
                         )
                     )
+                    if bdef.param is None and bdef.label is None:
+                        # one op, named after the first metric: each metric's table names its own
+                        for table in tables[first:]:
+                            for row in table.rows:
+                                if row.op == ops[0]:
+                                    row.op = metric.name
                 tables.append(
                     mmtests.stats_table(
                         self.summaries[(m, bdef.name, "power")],
