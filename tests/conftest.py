@@ -13,9 +13,8 @@ from schedsim import native
 from support import FakeCore, VaryingCore
 
 
-@pytest.fixture
-def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
-    core = FakeCore()
+def _install(monkeypatch: pytest.MonkeyPatch, core: FakeCore) -> None:
+    """Route `native.core_function` to a fake core's functions."""
     functions = {
         "run": core.run,
         "workloads": core.workloads,
@@ -23,6 +22,12 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
         "model_fingerprint": lambda: "fake",
     }
     monkeypatch.setattr(native, "core_function", lambda name: functions[name])
+
+
+@pytest.fixture
+def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
+    core = FakeCore()
+    _install(monkeypatch, core)
     config_mod.core_workloads.cache_clear()
     yield core
     config_mod.core_workloads.cache_clear()
@@ -32,13 +37,7 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> FakeCore:
 def varying_core(monkeypatch: pytest.MonkeyPatch) -> VaryingCore:
     """A fake core whose results vary with the config and seed (for `schedsim compare`)."""
     core = VaryingCore()
-    functions = {
-        "run": core.run,
-        "workloads": core.workloads,
-        "version": core.version,
-        "model_fingerprint": lambda: "fake",
-    }
-    monkeypatch.setattr(native, "core_function", lambda name: functions[name])
+    _install(monkeypatch, core)
     config_mod.core_workloads.cache_clear()
     yield core
     config_mod.core_workloads.cache_clear()

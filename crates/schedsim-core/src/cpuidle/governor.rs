@@ -198,6 +198,25 @@ pub(crate) fn skylake_client_states() -> Vec<IdleState> {
     ]
 }
 
+/// Test helper: select, then report an idle period of `residency_ns` (exit latency included)
+/// in the selected state, not ended by the tick.
+#[cfg(test)]
+pub(crate) fn select_and_idle(
+    g: &mut dyn IdleGovernor,
+    states: &[IdleState],
+    ctx: &SelectCtx,
+    residency_ns: u64,
+) -> Selection {
+    let s = g.select(states, ctx);
+    let outcome = Outcome {
+        state: s.state,
+        residency_ns,
+        woken_by_tick: false,
+    };
+    g.reflect(states, &outcome, ctx);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -392,16 +392,8 @@ mod tests {
         Selection { state, stop_tick }
     }
 
-    /// Idle for `residency_ns` (including the exit latency) in the state just selected.
     fn idle(g: &mut Menu, states: &[IdleState], c: &SelectCtx, residency_ns: u64) -> Selection {
-        let s = g.select(states, c);
-        let outcome = Outcome {
-            state: s.state,
-            residency_ns,
-            woken_by_tick: false,
-        };
-        g.reflect(states, &outcome, c);
-        s
+        super::super::governor::select_and_idle(g, states, c, residency_ns)
     }
 
     #[test]

@@ -646,16 +646,8 @@ mod tests {
         Selection { state, stop_tick }
     }
 
-    /// Select, then report an idle period of `residency_ns` in the selected state.
     fn idle(g: &mut Teo, states: &[IdleState], c: &SelectCtx, residency_ns: u64) -> Selection {
-        let s = g.select(states, c);
-        let outcome = Outcome {
-            state: s.state,
-            residency_ns,
-            woken_by_tick: false,
-        };
-        g.reflect(states, &outcome, c);
-        s
+        super::super::governor::select_and_idle(g, states, c, residency_ns)
     }
 
     /// `hits` wakeups by the 10 ms timer, then `intercepts` wakeups after 50 µs.
