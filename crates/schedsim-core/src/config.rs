@@ -32,6 +32,113 @@ pub struct SimConfig {
     /// Named tunables in the kernel's sysfs/sysctl names, e.g. `sched_migration_cost_ns`.
     #[serde(default)]
     pub tunables: BTreeMap<String, serde_json::Value>,
+    /// cgroup v2 task groups below the root, parents before children.
+    #[serde(default)]
+    pub cgroups: Vec<CgroupSpec>,
+}
+
+/// One cgroup v2 directory's cpu controller files (spec/kernel.md §7.1, §8.6).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupSpec {
+    /// `cg1` or nested `a/b` (no leading slash); the parent must be listed first.
+    pub path: String,
+    /// `cpu.weight`, 1..=10000 (100 ⇔ 1024 shares).
+    #[serde(default = "default_cpu_weight")]
+    pub weight: u32,
+    /// `cpu.max` quota in µs; `None` = `max` (no limit).
+    #[serde(default)]
+    pub quota_us: Option<u64>,
+    /// `cpu.max` period in µs.
+    #[serde(default = "default_cfs_period_us")]
+    pub period_us: u64,
+    /// `cpu.max.burst` in µs.
+    #[serde(default)]
+    pub burst_us: u64,
+    /// `cpu.uclamp.min` / `cpu.uclamp.max` in percent.
+    #[serde(default)]
+    pub uclamp_min: f64,
+    #[serde(default = "default_uclamp_max")]
+    pub uclamp_max: f64,
+}
+
+fn default_cpu_weight() -> u32 {
+    100
+}
+fn default_cfs_period_us() -> u64 {
+    100_000
+}
+fn default_uclamp_max() -> f64 {
+    100.0
+}
+
+/// `max_cfs_runtime`: quota + burst may not exceed `MAX_BW` µs (2^44 − 1).
+const MAX_CFS_RUNTIME_US: u64 = (1 << 44) - 1;
+
+impl CgroupSpec {
+    /// `tg_set_cfs_bandwidth()` limits and the cpu controller's ranges.
+    pub fn validate(&self, known: &[&str]) -> Result<(), String> {
+        let p = &self.path;
+        let bad_path = p.is_empty()
+            || p.starts_with('/')
+            || p.ends_with('/')
+            || p.split('/').any(|c| c.is_empty() || c == "." || c == "..");
+        if bad_path {
+            return Err(format!(
+                "cgroups: path '{p}': expected a relative path like 'cg1' or 'a/b' (the root group cannot be configured)"
+            ));
+        }
+        if known.contains(&p.as_str()) {
+            return Err(format!("cgroups: path '{p}' defined twice"));
+        }
+        if let Some((parent, _)) = p.rsplit_once('/') {
+            if !known.contains(&parent) {
+                return Err(format!(
+                    "cgroups: '{p}': parent '{parent}' must be defined before it"
+                ));
+            }
+        }
+        if !(1..=10000).contains(&self.weight) {
+            return Err(format!(
+                "cgroups '{p}': weight = {}: cpu.weight allows 1..=10000",
+                self.weight
+            ));
+        }
+        if !(1000..=1_000_000).contains(&self.period_us) {
+            return Err(format!(
+                "cgroups '{p}': period_us = {}: the cpu.max period must be 1000..=1000000 µs",
+                self.period_us
+            ));
+        }
+        match self.quota_us {
+            Some(q) if q < 1000 => {
+                return Err(format!(
+                    "cgroups '{p}': quota_us = {q}: the cpu.max quota must be at least 1000 µs (or max)"
+                ))
+            }
+            Some(q) if self.burst_us > q || q + self.burst_us > MAX_CFS_RUNTIME_US => {
+                return Err(format!(
+                    "cgroups '{p}': burst_us = {}: cpu.max.burst must be at most the quota ({q} µs)",
+                    self.burst_us
+                ))
+            }
+            None if self.burst_us > 0 => {
+                return Err(format!(
+                    "cgroups '{p}': burst_us = {}: cpu.max.burst needs a quota",
+                    self.burst_us
+                ))
+            }
+            _ => {}
+        }
+        let pct = |v: f64| (0.0..=100.0).contains(&v);
+        if !pct(self.uclamp_min) || !pct(self.uclamp_max) || self.uclamp_min > self.uclamp_max {
+            return Err(format!(
+                "cgroups '{p}': uclamp_min = {}, uclamp_max = {}: percentages 0..=100 with min <= max",
+                self.uclamp_min, self.uclamp_max
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn default_seed() -> u64 {
@@ -113,6 +220,10 @@ pub struct WorkloadSpec {
     /// Explicit programs (the Python builder); used when `name == "custom"`.
     #[serde(default)]
     pub custom: Option<crate::workload::spec::CustomWorkload>,
+    /// Run one copy of the workload in each of these cgroups (paths from
+    /// [`SimConfig::cgroups`]); empty = one copy in the root group.
+    #[serde(default)]
+    pub cgroups: Vec<String>,
 }
 
 /// A machine with every CPU listed. Python expands the compact preset TOML into this.
@@ -379,6 +490,23 @@ impl SimConfig {
         }
         if m.tsc_khz == 0 {
             return Err(format!("machine '{}': tsc_khz must be > 0", m.name));
+        }
+        let mut known: Vec<&str> = Vec::new();
+        for g in &self.cgroups {
+            g.validate(&known)?;
+            known.push(&g.path);
+        }
+        for g in &self.workload.cgroups {
+            if !known.contains(&g.as_str()) {
+                return Err(format!(
+                    "workload.cgroups: '{g}' is not a defined cgroup; defined: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            }
         }
         if !(100..=10000).contains(&self.kernel.hz) {
             return Err(format!(

@@ -46,6 +46,10 @@ pub enum Ev {
     PowerLimit { pkg: usize },
     /// The HWP hardware re-evaluates the package's CPUs.
     HwpSample { pkg: usize },
+    /// A task group's CFS bandwidth period timer.
+    CfsPeriodTimer { tg: usize },
+    /// A task group's CFS bandwidth slack timer.
+    CfsSlackTimer { tg: usize },
     /// End of the run.
     End,
 }
@@ -154,6 +158,11 @@ pub struct Sim {
     pub trace: Option<TraceBuf>,
     pub stats: SchedCounters,
     pub marks: Vec<(Time, TaskId, usize)>,
+    /// Task groups (`tgs[0]` is the root) and the stream of 41abdba9 timer offsets.
+    pub tgs: Vec<crate::sched::cgroup::TaskGroup>,
+    pub rng_cfs_bw: RngStream,
+    /// Each program template's group, when it names one.
+    pub program_tg: Vec<Option<crate::sched::cgroup::GroupId>>,
     pub samples: Vec<Sample>,
     last_sample: (Time, Vec<Counters>, f64, f64),
     pub events_popped: u64,
@@ -180,7 +189,7 @@ impl Sim {
         let n = topo.nr_cpus();
         let tun = Tunables::new(&prof, n, &cfg.tunables)?;
         let workload = Workload::from_spec(&cfg.workload, &cfg.machine, &topo, cfg.seed)?;
-        let compiled = workload.compile()?;
+        let compiled = workload.compile()?.replicate(&cfg.workload.cgroups);
         let end_time = cfg.duration_ns.or_else(|| workload.duration_ns());
         if end_time.is_none() && workload.open_ended(&compiled) {
             return Err(format!(
@@ -320,6 +329,9 @@ impl Sim {
             trace,
             stats: SchedCounters::default(),
             marks: Vec::new(),
+            tgs: Vec::new(),
+            rng_cfs_bw: RngStream::new(seed, "cfs_bw_timer"),
+            program_tg: Vec::new(),
             samples: Vec::new(),
             last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
             events_popped: 0,
@@ -333,6 +345,19 @@ impl Sim {
         sim.init_idle();
         sim.init_cpufreq()?;
         sim.init_eas()?;
+        let cgroups = sim.cfg.cgroups.clone();
+        sim.init_task_groups(&cgroups)?;
+        sim.program_tg = Vec::new();
+        for p in 0..sim.compiled.programs.len() {
+            let tg = match sim.compiled.programs[p].cgroup.clone() {
+                Some(path) => Some(
+                    sim.resolve_cgroup(&path)
+                        .map_err(|e| format!("task '{}': {e}", sim.compiled.programs[p].name))?,
+                ),
+                None => None,
+            };
+            sim.program_tg.push(tg);
+        }
         sim.spawn_initial_tasks()?;
         if let Some(end) = sim.end_time {
             sim.events.schedule(end, Ev::End);
@@ -389,6 +414,7 @@ impl Sim {
             | Ev::IdleExit { cpu } => cpu,
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
+            Ev::CfsPeriodTimer { tg } | Ev::CfsSlackTimer { tg } => self.cfs_timer_cpu(tg),
             Ev::TaskStart { .. } | Ev::Sample | Ev::End => 0,
         };
         match ev {
@@ -431,6 +457,14 @@ impl Sim {
             }
             Ev::HwpSample { pkg } => {
                 self.hwp_sample(pkg);
+                Ok(())
+            }
+            Ev::CfsPeriodTimer { tg } => {
+                self.on_cfs_period_timer(tg);
+                Ok(())
+            }
+            Ev::CfsSlackTimer { tg } => {
+                self.on_cfs_slack_timer(tg);
                 Ok(())
             }
             Ev::End => {

@@ -168,8 +168,57 @@ struct RunResult<'a> {
     cpus: Vec<CpuOut>,
     tasks: Vec<TaskOut>,
     samples: Vec<SampleOut>,
+    /// `cpu.stat` of each group below the root.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    cgroups: BTreeMap<String, CpuStatOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<String>,
+}
+
+/// A group's `cpu.stat` (cgroup v2 names), plus its period timer's phase.
+#[derive(Serialize)]
+struct CpuStatOut {
+    usage_usec: u64,
+    nr_periods: u64,
+    nr_throttled: u64,
+    throttled_usec: u64,
+    nr_bursts: u64,
+    burst_usec: u64,
+    /// Where in each period the refill happens (µs after a multiple of the period on the
+    /// monotonic clock); 0 for aligned timers.
+    period_phase_us: u64,
+}
+
+fn cpu_stats(sim: &Sim) -> BTreeMap<String, CpuStatOut> {
+    sim.tgs
+        .iter()
+        .skip(1)
+        .map(|g| {
+            let b = &g.cfs_b;
+            // cfs_rqs still throttled at the end count up to now
+            let open: u64 = g
+                .rqs
+                .iter()
+                .filter(|r| r.throttled)
+                .map(|r| sim.now - r.throttled_clock)
+                .sum();
+            let phase = if b.period > 0 {
+                b.expires % b.period
+            } else {
+                0
+            };
+            let out = CpuStatOut {
+                usage_usec: g.usage_ns / 1000,
+                nr_periods: b.nr_periods,
+                nr_throttled: b.nr_throttled,
+                throttled_usec: (b.throttled_time + open) / 1000,
+                nr_bursts: b.nr_burst,
+                burst_usec: b.burst_time / 1000,
+                period_phase_us: phase / 1000,
+            };
+            (g.path.clone(), out)
+        })
+        .collect()
 }
 
 /// Serialise the finished run. `wall_s` is the host time the run took (reported, never used by
@@ -367,6 +416,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
         cpus,
         tasks,
         samples,
+        cgroups: cpu_stats(sim),
         trace: sim.trace.as_ref().map(|t| t.to_text(n)),
     };
     serde_json::to_string(&r).expect("results serialise")

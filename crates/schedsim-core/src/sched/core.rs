@@ -67,6 +67,9 @@ impl Sim {
         let cpu = parent.map(|p| self.tasks[p].cpu).unwrap_or(0);
         let nice = prog.nice;
         let rt_priority = prog.priority;
+        let tg = self.program_tg[program]
+            .or_else(|| parent.map(|p| self.tasks[p].tg))
+            .unwrap_or(super::cgroup::ROOT_TG);
         self.tasks.push(Task {
             id,
             pid,
@@ -102,6 +105,9 @@ impl Sim {
             in_iowait: false,
             resume_pending: 0,
             suspended: false,
+            tg,
+            own_weight: weight,
+            throttled: false,
             stats: Default::default(),
         });
         self.live_tasks += 1;
@@ -205,6 +211,9 @@ impl Sim {
 
     /// `wakeup_preempt()` / `check_preempt_curr()`: the class of the wakee decides.
     pub fn check_preempt_curr(&mut self, cpu: usize, p: TaskId, fork: bool) {
+        if self.tasks[p].throttled {
+            return;
+        }
         if self.is_rt(p) {
             self.check_preempt_rt(cpu, p);
         } else {
@@ -489,6 +498,9 @@ impl Sim {
             self.put_prev_task_rt(cpu, p);
         } else {
             self.put_prev_task_fair(cpu, p);
+            if self.has_task_groups() && self.tasks[p].tg != super::cgroup::ROOT_TG {
+                self.check_cfs_rq_runtime(cpu, p);
+            }
         }
     }
 

@@ -3,7 +3,11 @@
 //! `check_preempt_tick`, sleeper credit) and EEVDF (v6.6+: lag, virtual deadlines, eligibility,
 //! RUN_TO_PARITY) — and the PELT updates at the kernel's call sites (spec/kernel.md §1, §8).
 //!
-//! Simplifications: no task groups yet (every task sits on its CPU's root cfs_rq), no delayed
+//! Task groups are flattened onto the root cfs_rq with hierarchical weights
+//! ([`super::cgroup`]); CFS bandwidth hooks in at `update_curr`, enqueue, dequeue and
+//! `put_prev` ([`super::bandwidth`]).
+//!
+//! Simplifications: no delayed
 //! dequeue or custom slices (v6.12), the queued entities are scanned linearly instead of kept
 //! in an rbtree (identical decisions, cheaper for the small runqueues simulated).
 
@@ -251,6 +255,9 @@ impl Sim {
             self.update_deadline(cpu, t);
         }
         self.update_min_vruntime(cpu);
+        if self.tasks[t].tg != super::cgroup::ROOT_TG {
+            self.account_cfs_rq_runtime(cpu, t, delta);
+        }
     }
 
     /// `update_min_vruntime()`: monotonic, follows min(curr, leftmost).
@@ -413,6 +420,24 @@ impl Sim {
 
     /// `enqueue_task_fair()` (with `enqueue_entity()`).
     pub fn enqueue_task_fair(&mut self, cpu: usize, t: TaskId, f: EnqFlags) {
+        let grouped = self.tasks[t].tg != super::cgroup::ROOT_TG;
+        if grouped {
+            if let Some(g) = self.throttled_ancestor(self.tasks[t].tg, cpu) {
+                // enqueued into a throttled hierarchy: it waits for the unthrottle
+                self.tasks[t].throttled = true;
+                self.tgs[g].rqs[cpu].held.push(t);
+                return;
+            }
+        }
+        self.enqueue_task_fair_inner(cpu, t, f);
+        if grouped {
+            self.account_group_nr_running(cpu, t, true);
+            self.update_cfs_group(cpu);
+            self.check_enqueue_throttle(cpu, t);
+        }
+    }
+
+    fn enqueue_task_fair_inner(&mut self, cpu: usize, t: TaskId, f: EnqFlags) {
         let is_curr = self.rqs[cpu].cfs.curr == Some(t);
         let cfs_flavor = self.prof.fair == FairFlavor::Cfs;
         // CFS keeps a migrating or new task's vruntime relative to its old min_vruntime.
@@ -465,6 +490,81 @@ impl Sim {
 
     /// `dequeue_task_fair()` (with `dequeue_entity()` and `util_est_update()`).
     pub fn dequeue_task_fair(&mut self, cpu: usize, t: TaskId, sleep: bool, detach: bool) {
+        if self.tasks[t].throttled {
+            self.unhold_task(cpu, t);
+            return;
+        }
+        self.dequeue_task_fair_inner(cpu, t, sleep, detach, sleep);
+        let g = self.tasks[t].tg;
+        if g != super::cgroup::ROOT_TG {
+            self.account_group_nr_running(cpu, t, false);
+            for x in self.tg_chain(g) {
+                self.return_cfs_rq_runtime(cpu, x);
+            }
+            self.update_cfs_group(cpu);
+        }
+    }
+
+    /// Take a task off the CPU because its group cfs_rq is throttled: a sleep-like dequeue
+    /// that leaves its util_est alone.
+    pub fn dequeue_task_fair_throttle(&mut self, cpu: usize, t: TaskId) {
+        self.dequeue_task_fair_inner(cpu, t, true, false, false);
+        self.account_group_nr_running(cpu, t, false);
+    }
+
+    /// Drop a held task from its throttled cfs_rq's list.
+    fn unhold_task(&mut self, cpu: usize, t: TaskId) {
+        self.tasks[t].throttled = false;
+        for g in self.tg_chain(self.tasks[t].tg) {
+            self.tgs[g].rqs[cpu].held.retain(|&x| x != t);
+        }
+    }
+
+    /// `reweight_entity()` for a task's hierarchical weight: the root's load and PELT load
+    /// follow, and EEVDF keeps the lag and the deadline's distance in real time.
+    pub fn reweight_task_fair(&mut self, cpu: usize, t: TaskId, w: u64) {
+        let old = self.tasks[t].se.weight;
+        let on_rq = self.tasks[t].se.on_rq;
+        if on_rq {
+            self.update_curr(cpu);
+        }
+        let eevdf = self.prof.fair == FairFlavor::Eevdf;
+        let v_avg = if on_rq && eevdf {
+            Some(self.avg_vruntime(cpu) as i128)
+        } else {
+            None
+        };
+        let se = &mut self.tasks[t].se;
+        if se.avg.last_update_time != 0 {
+            let cfs = &mut self.rqs[cpu].cfs.avg;
+            cfs.load_avg = cfs.load_avg.saturating_sub(se.avg.load_avg);
+            cfs.load_sum = cfs.load_sum.saturating_sub(old * se.avg.load_sum);
+            se.avg.load_avg = w * se.avg.load_sum / se.avg.divider();
+            cfs.load_avg += se.avg.load_avg;
+            cfs.load_sum += w * se.avg.load_sum;
+        }
+        if let Some(v) = v_avg {
+            let lag = v - se.vruntime as i128;
+            let vr = v - lag * old as i128 / w as i128;
+            let rel = (se.deadline as i128 - se.vruntime as i128) * old as i128 / w as i128;
+            se.vruntime = vr.max(0) as u64;
+            se.deadline = (vr + rel).max(0) as u64;
+        }
+        se.weight = w;
+        if on_rq {
+            let cfs = &mut self.rqs[cpu].cfs;
+            cfs.load_weight = cfs.load_weight - old + w;
+        }
+    }
+
+    fn dequeue_task_fair_inner(
+        &mut self,
+        cpu: usize,
+        t: TaskId,
+        sleep: bool,
+        detach: bool,
+        util_est_update: bool,
+    ) {
         self.update_curr(cpu);
         self.update_load_avg(
             cpu,
@@ -505,7 +605,7 @@ impl Sim {
         if let Some(i) = self.rqs[cpu].cfs_tasks.iter().position(|&x| x == t) {
             self.rqs[cpu].cfs_tasks.remove(i);
         }
-        if sleep && self.prof.feat.util_est {
+        if util_est_update && self.prof.feat.util_est {
             let task = &self.tasks[t];
             let util = task.se.avg.util_avg;
             let runnable = task.se.avg.runnable_avg;
@@ -765,6 +865,7 @@ impl Sim {
     pub fn task_tick_fair(&mut self, cpu: usize, curr: TaskId) {
         self.update_curr(cpu);
         self.update_load_avg(cpu, Some(curr), UpdFlags::default());
+        self.update_cfs_group(cpu);
         if self.prof.fair == FairFlavor::Cfs && self.rqs[cpu].cfs.nr_running > 1 {
             self.check_preempt_tick(cpu, curr);
         }

@@ -1,6 +1,8 @@
 //! The scheduler: tasks, runqueues, the fair class (CFS and EEVDF flavours) with PELT, wakeup
 //! placement, load balancing over scheduling domains (spec/kernel.md §1, §8).
 pub mod balance;
+pub mod bandwidth;
+pub mod cgroup;
 pub mod core;
 pub mod domain;
 pub mod eas;
@@ -24,6 +26,8 @@ pub struct Tunables {
     pub sched_base_slice_ns: u64,
     pub sched_migration_cost_ns: i64,
     pub sched_nr_migrate: u32,
+    /// `sched_cfs_bandwidth_slice_us`: runtime a cfs_rq takes from its group's pool at once.
+    pub sched_cfs_bandwidth_slice_us: u64,
 }
 
 const TUNABLE_NAMES: &[&str] = &[
@@ -34,6 +38,7 @@ const TUNABLE_NAMES: &[&str] = &[
     "sched_migration_cost_ns",
     "sched_nr_migrate",
     "sched_tunable_scaling",
+    "sched_cfs_bandwidth_slice_us",
 ];
 
 impl Tunables {
@@ -73,6 +78,7 @@ impl Tunables {
             sched_base_slice_ns: prof.base_slice_ns * factor,
             sched_migration_cost_ns: 500_000,
             sched_nr_migrate: 32,
+            sched_cfs_bandwidth_slice_us: 5000,
         };
         for (k, v) in overrides {
             match k.as_str() {
@@ -92,6 +98,9 @@ impl Tunables {
                     t.sched_migration_cost_ns = int_value(k, v, -1, 1_000_000_000)?
                 }
                 "sched_nr_migrate" => t.sched_nr_migrate = int_value(k, v, 1, 1_000_000)? as u32,
+                "sched_cfs_bandwidth_slice_us" => {
+                    t.sched_cfs_bandwidth_slice_us = int_value(k, v, 1, 1_000_000)? as u64
+                }
                 _ => {}
             }
         }

@@ -182,6 +182,12 @@ pub struct Task {
     /// rt-app suspend/resume: resumes received while not suspended, and whether suspended.
     pub resume_pending: u32,
     pub suspended: bool,
+    /// The task's group (`task_group(p)`); 0 = the root group.
+    pub tg: super::cgroup::GroupId,
+    /// The weight of its nice level (`se.weight` is the hierarchical weight the root sees).
+    pub own_weight: u64,
+    /// Held by a throttled group cfs_rq: runnable but on no runqueue.
+    pub throttled: bool,
     pub stats: TaskStats,
 }
 

@@ -56,6 +56,9 @@ pub struct KernelProfile {
     pub busy_factor: u32,
     /// imbalance_pct above the LLC (125 before v5.10, then 117).
     pub imbalance_pct_pkg: u32,
+    /// CFS bandwidth period timers start at a random phase (41abdba9, v6.4+) instead of
+    /// aligned at multiples of the period (feature `cfs_bw_timer_phase`).
+    pub cfs_bw_interleave: bool,
 }
 
 fn parse_version(s: &str) -> Result<(u32, u32), String> {
@@ -95,6 +98,7 @@ const BOOL_FEATURES: &[&str] = &[
 const ENUM_FEATURES: &[(&str, &[&str])] = &[
     ("fair", &["cfs", "eevdf"]),
     ("feec", &["pre-5.4", "per-pd"]),
+    ("cfs_bw_timer_phase", &["aligned", "interleaved"]),
 ];
 
 impl KernelProfile {
@@ -136,6 +140,7 @@ impl KernelProfile {
             base_slice_ns: if at_least(6, 15) { 700_000 } else { 750_000 },
             busy_factor: if at_least(5, 10) { 16 } else { 32 },
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
+            cfs_bw_interleave: at_least(6, 4),
         };
         for (name, value) in &spec.features {
             p.set_feature(name, value)?;
@@ -151,6 +156,9 @@ impl KernelProfile {
                     "features.{key} = {value}: allowed values are {}",
                     allowed.join(", ")
                 ));
+            }
+            if *key == "cfs_bw_timer_phase" {
+                self.cfs_bw_interleave = v == "interleaved";
             }
             if *key == "fair" {
                 self.fair = if v == "cfs" {

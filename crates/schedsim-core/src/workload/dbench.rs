@@ -298,6 +298,7 @@ impl Model for Dbench {
                     start: true,
                     delay_ns: 0,
                     start_cpu: None,
+                    cgroup: None,
                     program: self.program(),
                 },
                 jbd2,

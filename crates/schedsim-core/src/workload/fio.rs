@@ -100,6 +100,7 @@ pub(crate) fn task(name: String, instances: u32, program: Vec<OpSpec>) -> TaskSp
         start: true,
         delay_ns: 0,
         start_cpu: None,
+        cgroup: None,
         program,
     }
 }

@@ -268,6 +268,7 @@ impl Hackbench {
             start,
             delay_ns: 0,
             start_cpu: None,
+            cgroup: None,
             program,
         };
         let n = (2 * self.fds * self.groups) as usize;

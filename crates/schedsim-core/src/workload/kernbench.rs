@@ -403,6 +403,7 @@ pub(super) fn start_task(name: &str, program: Vec<OpSpec>) -> TaskSpec {
         start: true,
         delay_ns: 0,
         start_cpu: None,
+        cgroup: None,
         program,
     }
 }

@@ -94,6 +94,7 @@ impl Periodic {
                 start: true,
                 delay_ns: 0,
                 start_cpu: None,
+                cgroup: None,
                 program: vec![OpSpec::Loop { count: -1, body }],
             }],
             channels: vec![],

@@ -103,6 +103,8 @@ pub struct Program {
     pub start: bool,
     pub delay_ns: u64,
     pub start_cpu: Option<usize>,
+    /// The template's cgroup path (`None`: inherit the parent's group, or the root).
+    pub cgroup: Option<String>,
     pub ops: Vec<Op>,
 }
 
@@ -403,6 +405,87 @@ fn compile_task(
         start: t.start,
         delay_ns: t.delay_ns,
         start_cpu: t.start_cpu,
+        cgroup: t.cgroup.clone(),
         ops,
     })
+}
+
+impl Compiled {
+    /// One copy of the workload per cgroup (`WorkloadSpec::cgroups`): programs, channels and
+    /// synchronisation objects are duplicated with their indices shifted, and each copy's
+    /// templates that name no group of their own go to that copy's group. Marks are shared by
+    /// name, so a benchmark's metrics cover every copy.
+    pub fn replicate(self, groups: &[String]) -> Compiled {
+        if groups.is_empty() {
+            return self;
+        }
+        let np = self.programs.len();
+        let (nc, nm, ncd, nb, nk) = (
+            self.channels.len(),
+            self.mutexes.len(),
+            self.conds.len(),
+            self.barriers.len(),
+            self.clocks.len(),
+        );
+        let mut out = Compiled {
+            programs: Vec::new(),
+            channels: Vec::new(),
+            marks: self.marks.clone(),
+            mutexes: Vec::new(),
+            conds: Vec::new(),
+            barriers: Vec::new(),
+            clocks: Vec::new(),
+            barrier_parties: Vec::new(),
+        };
+        for (k, g) in groups.iter().enumerate() {
+            let tag = |name: &String| format!("{name}@{g}");
+            for p in &self.programs {
+                let mut q = p.clone();
+                q.cgroup = Some(p.cgroup.clone().unwrap_or_else(|| g.clone()));
+                for op in &mut q.ops {
+                    shift_op(op, k, np, nc, nm, ncd, nb, nk);
+                }
+                out.programs.push(q);
+            }
+            out.channels
+                .extend(self.channels.iter().map(|c| ChannelDef {
+                    name: tag(&c.name),
+                    capacity: c.capacity,
+                }));
+            out.mutexes.extend(self.mutexes.iter().map(tag));
+            out.conds.extend(self.conds.iter().map(tag));
+            out.barriers.extend(self.barriers.iter().map(tag));
+            out.clocks.extend(self.clocks.iter().map(tag));
+            out.barrier_parties
+                .extend(self.barrier_parties.iter().copied());
+        }
+        out
+    }
+}
+
+/// Shift the object indices of `op` into copy `k`.
+#[allow(clippy::too_many_arguments)]
+fn shift_op(
+    op: &mut Op,
+    k: usize,
+    np: usize,
+    nc: usize,
+    nm: usize,
+    ncd: usize,
+    nb: usize,
+    nk: usize,
+) {
+    match op {
+        Op::Send { chan } | Op::Recv { chan } => *chan += k * nc,
+        Op::Fork { program } | Op::Resume { program } => *program += k * np,
+        Op::Lock { mutex } | Op::Unlock { mutex } => *mutex += k * nm,
+        Op::Barrier { barrier } => *barrier += k * nb,
+        Op::CondWait { cond, mutex } => {
+            *cond += k * ncd;
+            *mutex += k * nm;
+        }
+        Op::Signal { cond } | Op::Broadcast { cond } => *cond += k * ncd,
+        Op::Clock { clock, .. } => *clock += k * nk,
+        _ => {}
+    }
 }

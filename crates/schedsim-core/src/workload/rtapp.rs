@@ -1268,6 +1268,7 @@ impl RtApp {
                 start: t.instances > 0,
                 delay_ns: 0,
                 start_cpu: None,
+                cgroup: None,
                 program,
             });
         }

@@ -528,6 +528,7 @@ impl Schbench {
             start: true,
             delay_ns: 0,
             start_cpu: None,
+            cgroup: None,
             program,
         };
         for m in 0..self.message_threads {

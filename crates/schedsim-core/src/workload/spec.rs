@@ -39,6 +39,10 @@ pub struct TaskSpec {
     /// test that starts from an imbalance).
     #[serde(default)]
     pub start_cpu: Option<usize>,
+    /// The task's cgroup (a path from the config's `cgroups`); `None` = the parent's group, or
+    /// the root group for initial tasks.
+    #[serde(default)]
+    pub cgroup: Option<String>,
     pub program: Vec<OpSpec>,
 }
 

@@ -243,6 +243,7 @@ pub fn task(name: String, program: Vec<OpSpec>) -> TaskSpec {
         start: true,
         delay_ns: 0,
         start_cpu: None,
+        cgroup: None,
         program,
     }
 }

@@ -139,7 +139,15 @@ pub fn check_invariants(sim: &Sim) {
             "task {t} util {}",
             task.se.avg.util_avg
         );
-        let expected = (task.state == TaskState::Runnable) as u32;
+        let expected = (task.state == TaskState::Runnable && !task.throttled) as u32;
+        if task.throttled {
+            let held: usize = sim
+                .tgs
+                .iter()
+                .map(|g| g.rqs[task.cpu].held.iter().filter(|&&x| x == t).count())
+                .sum();
+            assert_eq!(held, 1, "throttled task {} held {held} times", task.comm);
+        }
         assert_eq!(
             seen[t], expected,
             "task {} ({:?}) on {} runqueues",

@@ -1,0 +1,366 @@
+//! Task groups: the cgroup v2 cpu controller's `cpu.weight` and `cpu.uclamp.*` (spec/kernel.md
+//! §8.6 group scheduling, §1.9 hierarchy), and the per-CPU group runqueues that CFS bandwidth
+//! control ([`super::bandwidth`]) throttles.
+//!
+//! Simplifications: the hierarchy is flattened. Every fair task stays on its CPU's root cfs_rq
+//! with its hierarchical weight — its own weight times, at each level, the group entity's weight
+//! (`calc_group_shares`) over the weight queued on the group's cfs_rq — so the CPU time a group
+//! gets on a CPU is what its group entity would get, and the root's load, util and runnable sums
+//! are the kernel's (a group entity's util equals its cfs_rq's, the sum of its tasks'). A group
+//! cfs_rq's `load_avg` is the sum of its tasks' decayed loads at their own weights (nested
+//! groups count their whole subtree). Weights are refreshed when a grouped task is enqueued or
+//! dequeued and at the tick (`update_cfs_group`). Throttled tasks keep decaying while held.
+
+use super::bandwidth::CfsBandwidth;
+use super::pelt;
+use super::task::{TaskId, NICE_0_LOAD};
+use crate::config::CgroupSpec;
+use crate::engine::Sim;
+use crate::sim::time::Time;
+
+/// Index of a task group; 0 is the root group.
+pub type GroupId = usize;
+pub const ROOT_TG: GroupId = 0;
+
+/// `MIN_SHARES`: the smallest weight a group entity gets (user-visible units).
+pub const MIN_SHARES: u64 = 2;
+
+/// `cpu.weight` → `tg->shares`: 100 ⇔ 1024 (`sched_weight_from_cgroup`, rounded to nearest).
+pub fn weight_to_shares(weight: u32) -> u64 {
+    (weight as u64 * NICE_0_LOAD + 50) / 100
+}
+
+/// A task group's state on one CPU: its cfs_rq (`tg->cfs_rq[cpu]`) and group entity.
+#[derive(Clone, Debug, Default)]
+pub struct GroupRq {
+    /// `h_nr_running`: the subtree's tasks queued on this CPU (not counting throttled ones).
+    pub h_nr_running: u32,
+    /// `cfs_rq->load.weight`: own weights of the directly queued tasks plus the weights of
+    /// queued child group entities.
+    pub load_weight: u64,
+    /// `cfs_rq->avg.load_avg` (see the module note).
+    pub load_avg: u64,
+    /// `cfs_rq->tg_load_avg_contrib`.
+    pub tg_load_avg_contrib: u64,
+    /// The group entity's weight on this CPU (`calc_group_shares`).
+    pub se_weight: u64,
+    // ---- CFS bandwidth (spec §7.2)
+    pub runtime_enabled: bool,
+    /// ns; negative once overrun.
+    pub runtime_remaining: i64,
+    pub throttled: bool,
+    pub throttled_clock: Time,
+    /// Tasks held while this cfs_rq (or one of its ancestors) is throttled.
+    pub held: Vec<TaskId>,
+}
+
+/// `struct task_group`.
+#[derive(Clone, Debug)]
+pub struct TaskGroup {
+    pub path: String,
+    pub parent: Option<GroupId>,
+    pub children: Vec<GroupId>,
+    /// `tg->shares` (user-visible; 1024 = cpu.weight 100).
+    pub shares: u64,
+    /// `cpu.uclamp.min` / `cpu.uclamp.max` in capacity units.
+    pub uclamp_min: u64,
+    pub uclamp_max: u64,
+    /// `tg->load_avg`: Σ of the per-CPU contributions.
+    pub load_avg: u64,
+    pub rqs: Vec<GroupRq>,
+    pub cfs_b: CfsBandwidth,
+    /// `cpu.stat` usage (ns of CPU time of the subtree's tasks).
+    pub usage_ns: u64,
+}
+
+impl TaskGroup {
+    pub fn root(nr_cpus: usize) -> Self {
+        TaskGroup {
+            path: "/".into(),
+            parent: None,
+            children: Vec::new(),
+            shares: NICE_0_LOAD,
+            uclamp_min: 0,
+            uclamp_max: 1024,
+            load_avg: 0,
+            rqs: vec![GroupRq::default(); nr_cpus],
+            cfs_b: CfsBandwidth::unlimited(),
+            usage_ns: 0,
+        }
+    }
+}
+
+/// `calc_group_shares()`: the group entity's weight on one CPU, from the group's weight and this
+/// CPU's share of the group's load.
+pub fn calc_group_shares(tg_shares: u64, tg_load_avg: u64, grq: &GroupRq) -> u64 {
+    let load = grq.load_weight.max(grq.load_avg);
+    let tg_weight = (tg_load_avg + load).saturating_sub(grq.tg_load_avg_contrib);
+    let shares = if tg_weight > 0 {
+        (tg_shares as u128 * load as u128 / tg_weight as u128) as u64
+    } else {
+        tg_shares
+    };
+    shares.clamp(MIN_SHARES, tg_shares)
+}
+
+fn percent_to_capacity(pct: f64) -> u64 {
+    ((pct / 100.0) * 1024.0).round() as u64
+}
+
+impl Sim {
+    /// Create the configured groups (parents first, as validated) and their bandwidth.
+    pub fn init_task_groups(&mut self, specs: &[CgroupSpec]) -> Result<(), String> {
+        let n = self.topo.nr_cpus();
+        self.tgs = vec![TaskGroup::root(n)];
+        for s in specs {
+            self.create_task_group(s);
+        }
+        Ok(())
+    }
+
+    fn create_task_group(&mut self, s: &CgroupSpec) -> GroupId {
+        let n = self.topo.nr_cpus();
+        let parent = match s.path.rsplit_once('/') {
+            Some((p, _)) => self.group_by_path(p).unwrap_or(ROOT_TG),
+            None => ROOT_TG,
+        };
+        let id = self.tgs.len();
+        let cfs_b = CfsBandwidth::new(
+            s.quota_us.map(|q| q * 1000),
+            s.period_us * 1000,
+            s.burst_us * 1000,
+            self.cfs_bw_timer_offset(),
+        );
+        let tg = TaskGroup {
+            path: s.path.clone(),
+            parent: Some(parent),
+            children: Vec::new(),
+            shares: weight_to_shares(s.weight),
+            uclamp_min: percent_to_capacity(s.uclamp_min),
+            uclamp_max: percent_to_capacity(s.uclamp_max),
+            load_avg: 0,
+            rqs: vec![GroupRq::default(); n],
+            cfs_b,
+            usage_ns: 0,
+        };
+        self.tgs.push(tg);
+        self.tgs[parent].children.push(id);
+        if self.tgs[id].cfs_b.quota.is_some() {
+            self.tg_set_cfs_bandwidth(id);
+        }
+        id
+    }
+
+    /// A group by its path; `/` and the empty path name the root.
+    pub fn group_by_path(&self, path: &str) -> Option<GroupId> {
+        let p = path.trim_matches('/');
+        if p.is_empty() {
+            return Some(ROOT_TG);
+        }
+        self.tgs.iter().position(|g| g.path == p)
+    }
+
+    /// Resolve a template's cgroup: a configured path, or (rt-app's `taskgroup`, written with a
+    /// leading `/`) a group created with default settings as rt-app creates it.
+    pub fn resolve_cgroup(&mut self, path: &str) -> Result<GroupId, String> {
+        if let Some(g) = self.group_by_path(path) {
+            return Ok(g);
+        }
+        if !path.starts_with('/') {
+            return Err(format!(
+                "task cgroup '{path}' is not defined in the config's cgroups"
+            ));
+        }
+        let mut sofar = String::new();
+        let mut g = ROOT_TG;
+        for part in path.trim_matches('/').split('/') {
+            if !sofar.is_empty() {
+                sofar.push('/');
+            }
+            sofar.push_str(part);
+            g = match self.group_by_path(&sofar) {
+                Some(g) => g,
+                None => self.create_task_group(&CgroupSpec {
+                    path: sofar.clone(),
+                    weight: 100,
+                    quota_us: None,
+                    period_us: 100_000,
+                    burst_us: 0,
+                    uclamp_min: 0.0,
+                    uclamp_max: 100.0,
+                }),
+            };
+        }
+        Ok(g)
+    }
+
+    /// Whether any group below the root exists (the `cfs_bandwidth_used()`-like fast path).
+    pub fn has_task_groups(&self) -> bool {
+        self.tgs.len() > 1
+    }
+
+    /// The group and its ancestors below the root, innermost first.
+    pub fn tg_chain(&self, g: GroupId) -> Vec<GroupId> {
+        let mut v = Vec::new();
+        let mut g = g;
+        while g != ROOT_TG {
+            v.push(g);
+            g = self.tgs[g].parent.unwrap_or(ROOT_TG);
+        }
+        v
+    }
+
+    /// The innermost throttled cfs_rq on the task's path to the root on `cpu`.
+    pub fn throttled_ancestor(&self, g: GroupId, cpu: usize) -> Option<GroupId> {
+        self.tg_chain(g)
+            .into_iter()
+            .find(|&x| self.tgs[x].rqs[cpu].throttled)
+    }
+
+    /// `is_descendant`: `g` is `anc` or below it.
+    pub fn tg_is_below(&self, g: GroupId, anc: GroupId) -> bool {
+        anc == ROOT_TG || self.tg_chain(g).contains(&anc)
+    }
+
+    /// Count a task entering (+1) or leaving (−1) the queued set on `cpu` at every level.
+    pub fn account_group_nr_running(&mut self, cpu: usize, t: TaskId, enter: bool) {
+        let g = self.tasks[t].tg;
+        for x in self.tg_chain(g) {
+            let grq = &mut self.tgs[x].rqs[cpu];
+            if enter {
+                grq.h_nr_running += 1;
+            } else {
+                grq.h_nr_running -= 1;
+            }
+        }
+    }
+
+    /// `update_cfs_group()` for every group on `cpu`: refresh the group cfs_rqs' loads, the
+    /// `tg->load_avg` contributions, the group entities' weights, and reweight the queued
+    /// tasks to their hierarchical weights.
+    pub fn update_cfs_group(&mut self, cpu: usize) {
+        if !self.has_task_groups() {
+            return;
+        }
+        let now = self.rqs[cpu].clock_pelt();
+        let ng = self.tgs.len();
+        let mut direct_weight = vec![0u64; ng];
+        let mut load_avg = vec![0u64; ng];
+        for task in &self.tasks {
+            if task.tg == ROOT_TG || task.cpu != cpu || task.se.avg.last_update_time == 0 {
+                continue;
+            }
+            if task.state == super::task::TaskState::Dead
+                || matches!(
+                    task.policy,
+                    super::task::Policy::Fifo | super::task::Policy::Rr
+                )
+            {
+                continue;
+            }
+            if task.se.on_rq {
+                direct_weight[task.tg] += task.own_weight;
+            }
+            let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
+            let sum = pelt::decay_load(task.se.avg.load_sum, periods);
+            let own = task.own_weight * sum / task.se.avg.divider();
+            for x in self.tg_chain(task.tg) {
+                load_avg[x] += own;
+            }
+        }
+        // children before parents: groups are created parents first
+        for g in (1..ng).rev() {
+            let child_w: u64 = self.tgs[g]
+                .children
+                .iter()
+                .filter(|&&c| self.tgs[c].rqs[cpu].h_nr_running > 0)
+                .map(|&c| self.tgs[c].rqs[cpu].se_weight)
+                .sum();
+            let tg = &mut self.tgs[g];
+            let grq = &mut tg.rqs[cpu];
+            grq.load_weight = direct_weight[g] + child_w;
+            grq.load_avg = load_avg[g];
+            // update_tg_load_avg(): publish changes larger than 1/64
+            let delta = grq.load_avg as i64 - grq.tg_load_avg_contrib as i64;
+            if delta.unsigned_abs() > grq.tg_load_avg_contrib / 64 {
+                tg.load_avg = (tg.load_avg as i64 + delta).max(0) as u64;
+                grq.tg_load_avg_contrib = grq.load_avg;
+            }
+            let (shares, total) = (tg.shares, tg.load_avg);
+            let w = calc_group_shares(shares, total, &tg.rqs[cpu]);
+            tg.rqs[cpu].se_weight = w;
+        }
+        let queued: Vec<TaskId> = self.rqs[cpu]
+            .cfs_tasks
+            .iter()
+            .copied()
+            .filter(|&t| self.tasks[t].tg != ROOT_TG)
+            .collect();
+        for t in queued {
+            let w = self.task_h_weight(cpu, t);
+            if w != self.tasks[t].se.weight {
+                self.reweight_task_fair(cpu, t, w);
+            }
+        }
+    }
+
+    /// The task's weight as the root sees it: own weight × Π se_weight / load_weight.
+    fn task_h_weight(&self, cpu: usize, t: TaskId) -> u64 {
+        let mut w = self.tasks[t].own_weight as u128;
+        for g in self.tg_chain(self.tasks[t].tg) {
+            let grq = &self.tgs[g].rqs[cpu];
+            w = w * grq.se_weight as u128 / grq.load_weight.max(1) as u128;
+        }
+        (w as u64).max(MIN_SHARES)
+    }
+
+    /// The task's effective utilization clamps: its groups' `cpu.uclamp.min/max`
+    /// (`uclamp_tg_restrict` with default task requests: min 0, max 1024).
+    pub fn task_uclamp(&self, t: TaskId) -> (u64, u64) {
+        let mut lo = 0u64;
+        let mut hi = 1024u64;
+        for g in self.tg_chain(self.tasks[t].tg) {
+            let tg = &self.tgs[g];
+            lo = lo.clamp(tg.uclamp_min, tg.uclamp_max);
+            hi = hi.min(tg.uclamp_max);
+        }
+        (lo.min(hi), hi)
+    }
+
+    /// Whether any group sets a utilization clamp (the `sched_uclamp_used` static key).
+    pub fn uclamp_used(&self) -> bool {
+        self.tgs
+            .iter()
+            .skip(1)
+            .any(|g| g.uclamp_min > 0 || g.uclamp_max < 1024)
+    }
+
+    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT; RT tasks
+    /// ask for 1024 by default).
+    pub fn rq_uclamp(&self, cpu: usize) -> crate::cpufreq::schedutil::Uclamp {
+        let rq = &self.rqs[cpu];
+        let mut min = 0;
+        let mut max = 0;
+        let mut any = false;
+        let tasks = rq
+            .cfs_tasks
+            .iter()
+            .chain(rq.rt.queue.iter())
+            .chain(rq.curr.iter());
+        for &t in tasks {
+            let (lo, hi) = if self.is_rt(t) {
+                (1024, 1024)
+            } else {
+                self.task_uclamp(t)
+            };
+            min = min.max(lo);
+            max = max.max(hi);
+            any = true;
+        }
+        if !any {
+            // an idle rq keeps no clamp: the max clamp is released
+            max = 1024;
+        }
+        crate::cpufreq::schedutil::Uclamp { min, max }
+    }
+}
