@@ -21,7 +21,18 @@ from . import native
 from .errors import ConfigError
 from .machines import Machine, load_machine
 from .machines.preset import format_validation_error
-from .spec import CustomWorkload, SimConfig
+from .spec import (
+    CFS_PERIOD_US_RANGE,
+    CFS_QUOTA_US_MIN,
+    CPU_WEIGHT_RANGE,
+    MAX_CFS_RUNTIME_US,
+    CgroupSpec,
+    CustomWorkload,
+    SimConfig,
+    WorkloadSpec,
+    check_cgroup_path,
+    check_cgroup_refs,
+)
 from .units import parse_duration
 
 DEFAULT_KERNEL = "6.12"
@@ -379,6 +390,261 @@ def parse_sets(sets: Iterable[str] | Mapping[str, Any] | None) -> Settings:
     return Settings(tunables, features, hz)
 
 
+# ---- cgroups --------------------------------------------------------------------------------
+
+# The keys of a cgroup definition: the cgroup v2 cpu controller's files, as a user writes them.
+CGROUP_KEYS = ("path", "weight", "max", "max_burst", "uclamp_min", "uclamp_max")
+CPU_MAX_FORMS = (
+    '"QUOTA PERIOD", "QUOTA", "max" or "max PERIOD" in µs (the cpu.max format; '
+    '"QUOTA/PERIOD" also works), e.g. "50000 100000"'
+)
+_UINT = re.compile(r"^\d+$")
+_PERCENT = re.compile(r"^\d+(?:\.\d*)?$|^\.\d+$")
+
+
+def _cgroup_error(path: Any, key: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"cgroup '{path}': {key} = {value!r}: {allowed}")
+
+
+def _uint(path: str, key: str, value: Any, allowed: str) -> int:
+    """An unsigned integer as the kernel's files take it: an int, or a string of digits."""
+    if isinstance(value, bool):
+        raise _cgroup_error(path, key, value, allowed)
+    if isinstance(value, int):
+        if value < 0:
+            raise _cgroup_error(path, key, value, allowed)
+        return value
+    if isinstance(value, str) and _UINT.match(value.strip()):
+        return int(value.strip())
+    raise _cgroup_error(path, key, value, allowed)
+
+
+def parse_cpu_max(value: Any, path: str = "?") -> tuple[int | None, int]:
+    """cpu.max → (quota_us or None for max, period_us).
+
+    The forms of the file: "QUOTA PERIOD", "QUOTA" (the period keeps its default, 100000),
+    "max" and "max PERIOD"; "QUOTA/PERIOD" is accepted too, and an integer is a quota.
+    """
+    quota_text: str
+    period_text: str | None = None
+    if isinstance(value, bool):
+        raise _cgroup_error(path, "max", value, f"expected {CPU_MAX_FORMS}")
+    if isinstance(value, int):
+        quota_text = str(value)
+    elif isinstance(value, str):
+        parts = value.replace("/", " ").split()
+        if "/" in value and (value.count("/") != 1 or len(parts) != 2):
+            raise _cgroup_error(path, "max", value, f"expected {CPU_MAX_FORMS}")
+        if not 1 <= len(parts) <= 2:
+            raise _cgroup_error(path, "max", value, f"expected {CPU_MAX_FORMS}")
+        quota_text = parts[0]
+        period_text = parts[1] if len(parts) == 2 else None
+    else:
+        raise _cgroup_error(path, "max", value, f"expected {CPU_MAX_FORMS}")
+    if quota_text == "max":
+        quota = None
+    elif _UINT.match(quota_text):
+        quota = int(quota_text)
+    else:
+        raise _cgroup_error(
+            path, "max", value, f"the quota '{quota_text}' is not a number; {CPU_MAX_FORMS}"
+        )
+    period = 100_000
+    if period_text is not None:
+        if not _UINT.match(period_text):
+            raise _cgroup_error(
+                path, "max", value, f"the period '{period_text}' is not a number; {CPU_MAX_FORMS}"
+            )
+        period = int(period_text)
+    lo, hi = CFS_PERIOD_US_RANGE
+    if not lo <= period <= hi:
+        raise _cgroup_error(path, "max", value, f"the period must be {lo}..{hi} µs")
+    if quota is not None and not CFS_QUOTA_US_MIN <= quota <= MAX_CFS_RUNTIME_US:
+        raise _cgroup_error(
+            path,
+            "max",
+            value,
+            f"the quota must be {CFS_QUOTA_US_MIN}..{MAX_CFS_RUNTIME_US} µs or max",
+        )
+    return quota, period
+
+
+def parse_uclamp(value: Any, path: str = "?", key: str = "uclamp_min") -> float:
+    """cpu.uclamp.min / cpu.uclamp.max: "max" or a percentage 0..100, kept to two decimals as
+    the kernel does (cgroup_parse_float with UCLAMP_PERCENT_SHIFT)."""
+    allowed = 'expected "max" or a percentage 0..100 (e.g. 20 or 12.5)'
+    if isinstance(value, bool):
+        raise _cgroup_error(path, key, value, allowed)
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "max":
+            return 100.0
+        if not _PERCENT.match(text):
+            raise _cgroup_error(path, key, value, allowed)
+        pct = float(text)
+    elif isinstance(value, int | float):
+        pct = float(value)
+    else:
+        raise _cgroup_error(path, key, value, allowed)
+    if not (math.isfinite(pct) and 0.0 <= pct <= 100.0):
+        raise _cgroup_error(path, key, value, allowed)
+    return round(pct, 2)
+
+
+def parse_cgroup(entry: Mapping[str, Any], path: str | None = None) -> dict[str, Any]:
+    """One cgroup definition in the cgroup v2 file syntax → the core's CgroupSpec dict.
+
+    Keys (all optional but `path`): `weight` (cpu.weight, 1..10000), `max` (cpu.max, see
+    `parse_cpu_max`), `max_burst` (cpu.max.burst, µs), `uclamp_min` and `uclamp_max`
+    (cpu.uclamp.*, "max" or percent). `path` may instead come from a mapping's key.
+    """
+    if not isinstance(entry, Mapping):
+        name = "" if path is None else f" '{path}'"
+        raise ConfigError(
+            f"cgroup{name}: expected a table with keys {', '.join(CGROUP_KEYS)}, got {entry!r}"
+        )
+    given = entry.get("path", path)
+    if path is not None and "path" in entry and entry["path"] != path:
+        raise ConfigError(f"cgroup '{path}': path = {entry['path']!r} differs from its name")
+    if given is None:
+        raise ConfigError(f'cgroup {dict(entry)!r}: missing path (e.g. path = "cg1")')
+    why = check_cgroup_path(given)
+    if why is not None:
+        raise ConfigError(f"cgroup path {given!r}: {why}")
+    p: str = given
+    for key in entry:
+        if key not in CGROUP_KEYS:
+            raise ConfigError(
+                f"cgroup '{p}': unknown key '{key}'; allowed: {', '.join(CGROUP_KEYS)}"
+            )
+    spec: dict[str, Any] = {"path": p}
+    if "weight" in entry:
+        lo, hi = CPU_WEIGHT_RANGE
+        weight = _uint(p, "weight", entry["weight"], f"cpu.weight allows {lo}..{hi}")
+        if not lo <= weight <= hi:
+            raise _cgroup_error(p, "weight", entry["weight"], f"cpu.weight allows {lo}..{hi}")
+        spec["weight"] = weight
+    quota: int | None = None
+    if "max" in entry:
+        quota, period = parse_cpu_max(entry["max"], p)
+        spec["quota_us"] = quota
+        spec["period_us"] = period
+    if "max_burst" in entry:
+        burst_allowed = (
+            "cpu.max.burst needs a quota (max is unlimited); allowed: 0"
+            if quota is None
+            else f"allowed 0..{quota} µs (at most the quota)"
+        )
+        burst = _uint(p, "max_burst", entry["max_burst"], burst_allowed)
+        if burst > 0 and (quota is None or burst > quota):
+            raise _cgroup_error(p, "max_burst", entry["max_burst"], burst_allowed)
+        if quota is not None and quota + burst > MAX_CFS_RUNTIME_US:
+            raise _cgroup_error(
+                p, "max_burst", entry["max_burst"], f"quota + burst above {MAX_CFS_RUNTIME_US} µs"
+            )
+        spec["burst_us"] = burst
+    for key in ("uclamp_min", "uclamp_max"):
+        if key in entry:
+            spec[key] = parse_uclamp(entry[key], p, key)
+    lo_pct, hi_pct = spec.get("uclamp_min", 0.0), spec.get("uclamp_max", 100.0)
+    if lo_pct > hi_pct:
+        raise ConfigError(
+            f"cgroup '{p}': uclamp_min = {lo_pct:g} is above uclamp_max = {hi_pct:g}; "
+            "allowed: uclamp_min <= uclamp_max"
+        )
+    try:
+        return CgroupSpec.model_validate(spec).model_dump(mode="json")
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+
+
+def parse_cgroup_option(text: str) -> dict[str, Any]:
+    """The CLI form `PATH[:key=value[,key=value...]]`, e.g. `cg1:max=50000/100000,weight=200`,
+    → a cgroup definition in file syntax (for `parse_cgroup`)."""
+    forms = "expected PATH[:key=value,...], e.g. cg1:max=50000/100000,weight=200"
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"--cgroup: empty; {forms}")
+    path, sep, rest = text.strip().partition(":")
+    path = path.strip()
+    entry: dict[str, Any] = {"path": path}
+    if sep and not rest.strip():
+        raise ConfigError(f"--cgroup '{text}': nothing after ':'; {forms}")
+    if rest.strip():
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq or not key or not value.strip():
+                raise ConfigError(f"--cgroup '{text}': bad setting '{item.strip()}'; {forms}")
+            if key == "path" or key not in CGROUP_KEYS:
+                allowed = ", ".join(k for k in CGROUP_KEYS if k != "path")
+                raise ConfigError(f"--cgroup '{text}': unknown key '{key}'; allowed: {allowed}")
+            if key in entry:
+                raise ConfigError(f"--cgroup '{text}': '{key}' given twice")
+            entry[key] = value.strip()
+    return entry
+
+
+def parse_cgroups(
+    cgroups: Iterable[Mapping[str, Any] | str] | Mapping[str, Mapping[str, Any]] | None,
+) -> list[dict[str, Any]]:
+    """Cgroup definitions → the core's CgroupSpec dicts, in order.
+
+    `cgroups` is a list of definitions (tables with `path`, or CLI strings
+    `PATH[:key=value,...]`), or a mapping of path → definition. Parents must come before their
+    children; a path defined twice is an error.
+    """
+    if cgroups is None:
+        return []
+    items: list[tuple[str | None, Any]]
+    if isinstance(cgroups, Mapping):
+        items = [(str(k), v) for k, v in cgroups.items()]
+    elif isinstance(cgroups, str):
+        items = [(None, parse_cgroup_option(cgroups))]
+    else:
+        items = [(None, parse_cgroup_option(c) if isinstance(c, str) else c) for c in cgroups]
+    out: list[dict[str, Any]] = []
+    known: list[str] = []
+    for path, entry in items:
+        spec = parse_cgroup(entry, path)
+        p = spec["path"]
+        if p in known:
+            raise ConfigError(f"cgroup '{p}' is defined twice")
+        parent, sep, _ = p.rpartition("/")
+        if sep and parent not in known:
+            later = any(
+                (k if k is not None else (e.get("path") if isinstance(e, Mapping) else None))
+                == parent
+                for k, e in items
+            )
+            raise ConfigError(
+                f"cgroup '{p}': its parent '{parent}' "
+                + ("must be defined before it" if later else "is not defined; define it first")
+            )
+        known.append(p)
+        out.append(spec)
+    return out
+
+
+def check_run_in(run_in: Iterable[str] | None, cgroups: list[dict[str, Any]]) -> list[str]:
+    """The cgroups to run one copy of the workload in: each must be a defined path."""
+    if run_in is None:
+        return []
+    if isinstance(run_in, str):
+        run_in = [run_in]
+    known = [g["path"] for g in cgroups]
+    defined = ", ".join(known) if known else "none (define them with --cgroup / cgroups)"
+    out: list[str] = []
+    for name in run_in:
+        if not isinstance(name, str) or name not in known:
+            raise ConfigError(
+                f"--in-cgroup/run_in {name!r}: not a defined cgroup; defined: {defined}"
+            )
+        if name in out:
+            raise ConfigError(f"--in-cgroup/run_in '{name}': listed twice")
+        out.append(name)
+    return out
+
+
 # ---- the whole run --------------------------------------------------------------------------
 
 _U64_MAX = 2**64 - 1
@@ -396,12 +662,17 @@ def build_config(
     duration: str | int | None = None,
     trace: bool = False,
     sample_interval: str | int | None = None,
+    cgroups: Iterable[Mapping[str, Any] | str] | Mapping[str, Mapping[str, Any]] | None = None,
+    run_in: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Validate user input and build the `SimConfig` dict for `_core.run`.
 
     `machine` is a preset name, a path to a preset TOML or a loaded Machine; `workload` the
     workload string (`periodic:tasks=4`) or a WorkloadSpec mapping (`{"name": "custom", ...}`);
     `sets` the `--set key=value` pairs; `duration`/`sample_interval` like `500ms` or ns.
+    `cgroups` defines cgroup v2 groups in the files' syntax (`parse_cgroups`:
+    `[{"path": "cg1", "max": "50000 100000", "weight": 200}]`) and `run_in` lists the groups
+    to run one copy of the workload in (none: one copy in the root group).
     """
     duration_ns = None if duration is None else parse_duration(duration)
     if duration_ns == 0:
@@ -414,6 +685,10 @@ def build_config(
     cpufreq = resolve_cpufreq(m, kernel, driver, governor, invariance)
     settings = parse_sets(sets)
     spec = resolve_workload(workload)
+    cgroup_specs = parse_cgroups(cgroups)
+    groups = check_run_in(run_in, cgroup_specs)
+    if groups:
+        spec["cgroups"] = groups
     open_ended = spec["name"] != "custom" and workload_catalog()[spec["name"]].get("open_ended")
     if duration_ns is None and open_ended:
         raise ConfigError(
@@ -437,7 +712,18 @@ def build_config(
         "trace": bool(trace),
         "sample_interval_ns": sample_ns,
         "tunables": settings.tunables,
+        "cgroups": cgroup_specs,
     }
+    if spec.get("custom") is not None:
+        try:
+            why = check_cgroup_refs(
+                [CgroupSpec.model_validate(g) for g in cgroup_specs],
+                WorkloadSpec.model_validate(spec),
+            )
+        except ValidationError as err:
+            raise ConfigError(f"config: {format_validation_error(err)}") from None
+        if why is not None:
+            raise ConfigError(why)
     try:
         return SimConfig.model_validate(config).to_json_dict()
     except ValidationError as err:

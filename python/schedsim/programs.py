@@ -149,10 +149,14 @@ def task(
     start: bool = True,
     delay_ns: int = 0,
     start_cpu: int | None = None,
+    cgroup: str | None = None,
 ) -> dict[str, Any]:
     """A task template; `start=False` templates are only created by a `fork` op naming them.
 
-    `start_cpu` places an initial task on that CPU instead of fork balancing.
+    `start_cpu` places an initial task on that CPU instead of fork balancing. `cgroup` puts
+    the template's tasks in that cgroup (a path defined by the run's `cgroups`, e.g. `"cg1"`
+    or `"a/b"`); without it, an initial task starts in the root group and a forked one in its
+    parent's group.
     """
     spec: dict[str, Any] = {
         "name": name,
@@ -167,6 +171,8 @@ def task(
     }
     if start_cpu is not None:
         spec["start_cpu"] = start_cpu
+    if cgroup is not None:
+        spec["cgroup"] = cgroup
     return spec
 
 

@@ -40,6 +40,8 @@ def run(
     duration: str | int | None = None,
     trace: bool = False,
     sample_interval: str | int | None = None,
+    cgroups: Iterable[Mapping[str, Any] | str] | Mapping[str, Mapping[str, Any]] | None = None,
+    run_in: Iterable[str] | None = None,
 ) -> RunResult:
     """Run one simulation.
 
@@ -49,6 +51,9 @@ def run(
 
     Arguments are those of `schedsim run` (see `build_config`); `sets` maps tunables
     (`{"sched_migration_cost_ns": 500000, "features.NEXT_BUDDY": 1}`) or lists `key=value`.
+    `cgroups` defines cgroup v2 groups in the cgroup files' syntax
+    (`[{"path": "cg1", "max": "50000 100000"}]`, or `["cg1:max=50000/100000"]`) and `run_in`
+    lists the groups that each get one copy of the workload (docs/cgroups.md).
     """
     config = build_config(
         machine,
@@ -62,5 +67,7 @@ def run(
         duration=duration,
         trace=trace,
         sample_interval=sample_interval,
+        cgroups=cgroups,
+        run_in=run_in,
     )
     return run_config(config)

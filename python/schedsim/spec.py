@@ -6,6 +6,7 @@ fields (serde `deny_unknown_fields`, pydantic `extra="forbid"`) are the same, so
 validates here deserialises in the core. The core still runs its own cross-reference checks.
 """
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -15,6 +16,10 @@ from pydantic import (
     NonNegativeFloat,
     NonNegativeInt,
     PositiveInt,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
 )
 
 
@@ -298,6 +303,7 @@ class TaskSpec(_Strict):
     start: bool = True
     delay_ns: NonNegativeInt = 0
     start_cpu: NonNegativeInt | None = None
+    cgroup: str | None = None
     program: list[OpSpec]
 
 
@@ -330,6 +336,129 @@ class WorkloadSpec(_Strict):
     name: str
     params: dict[str, Any] = {}
     custom: CustomWorkload | None = None
+    cgroups: list[str] = []
+
+
+# ---- cgroups --------------------------------------------------------------------------------
+
+# The cpu controller's ranges (kernel/sched/core.c): cpu.weight, and the cpu.max limits of
+# tg_set_cfs_bandwidth() (min_cfs_quota_period = 1 ms, max_cfs_quota_period = 1 s,
+# max_cfs_runtime = MAX_BW = 2^44 - 1 µs for quota + burst).
+CPU_WEIGHT_RANGE = (1, 10_000)
+CFS_PERIOD_US_RANGE = (1_000, 1_000_000)
+CFS_QUOTA_US_MIN = 1_000
+MAX_CFS_RUNTIME_US = (1 << 44) - 1
+UCLAMP_PCT_RANGE = (0.0, 100.0)
+
+# One path component: cgroupfs allows almost any name; these characters keep the CLI form
+# `PATH:key=value` and the per-cgroup metric names unambiguous.
+_CGROUP_NAME = re.compile(r"^[A-Za-z0-9_.@+\-]+$")
+CGROUP_NAME_CHARS = "letters, digits and _ . @ + -"
+
+
+def check_cgroup_path(path: Any) -> str | None:
+    """Why `path` is not a cgroup path below the root (`cg1`, `a/b`), or None when it is."""
+    if not isinstance(path, str) or not path:
+        return "expected a path like 'cg1' or 'a/b'"
+    if path == "/" or path.startswith("/"):
+        return (
+            "expected a path relative to the root group, like 'cg1' or 'a/b' (no leading '/'; "
+            "the root group itself cannot be configured)"
+        )
+    for part in path.split("/"):
+        if not part:
+            return "expected a path like 'cg1' or 'a/b' (an empty component)"
+        if part in (".", ".."):
+            return f"'{part}' is not allowed as a component"
+        if not _CGROUP_NAME.match(part):
+            return f"component '{part}': allowed characters are {CGROUP_NAME_CHARS}"
+    return None
+
+
+def _range(path: str, key: str, value: Any, lo: float, hi: float, unit: str = "") -> None:
+    if not lo <= value <= hi:
+        raise ValueError(f"cgroup '{path}': {key} = {value}: allowed {lo}..{hi}{unit}")
+
+
+class CgroupSpec(_Strict):
+    """One cgroup v2 directory's cpu controller files, in the core's units."""
+
+    path: StrictStr
+    weight: StrictInt = 100
+    quota_us: StrictInt | None = None
+    period_us: StrictInt = 100_000
+    burst_us: StrictInt = 0
+    uclamp_min: StrictFloat = 0.0
+    uclamp_max: StrictFloat = 100.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "CgroupSpec":
+        p = self.path
+        why = check_cgroup_path(p)
+        if why is not None:
+            raise ValueError(f"cgroup path {p!r}: {why}")
+        _range(p, "weight", self.weight, *CPU_WEIGHT_RANGE)
+        _range(p, "period_us", self.period_us, *CFS_PERIOD_US_RANGE, " µs")
+        if self.quota_us is not None:
+            _range(p, "quota_us", self.quota_us, CFS_QUOTA_US_MIN, MAX_CFS_RUNTIME_US, " µs")
+        if self.burst_us < 0:
+            raise ValueError(f"cgroup '{p}': burst_us = {self.burst_us}: must be >= 0")
+        if self.burst_us > 0:
+            if self.quota_us is None:
+                raise ValueError(
+                    f"cgroup '{p}': burst_us = {self.burst_us}: cpu.max.burst needs a quota "
+                    "(quota_us is max)"
+                )
+            if self.burst_us > self.quota_us:
+                raise ValueError(
+                    f"cgroup '{p}': burst_us = {self.burst_us}: allowed 0..{self.quota_us} µs "
+                    "(at most the quota)"
+                )
+            if self.quota_us + self.burst_us > MAX_CFS_RUNTIME_US:
+                raise ValueError(
+                    f"cgroup '{p}': quota_us + burst_us = {self.quota_us + self.burst_us}: "
+                    f"allowed at most {MAX_CFS_RUNTIME_US} µs"
+                )
+        _range(p, "uclamp_min", self.uclamp_min, *UCLAMP_PCT_RANGE, " %")
+        _range(p, "uclamp_max", self.uclamp_max, *UCLAMP_PCT_RANGE, " %")
+        if self.uclamp_min > self.uclamp_max:
+            raise ValueError(
+                f"cgroup '{p}': uclamp_min = {self.uclamp_min} is above uclamp_max = "
+                f"{self.uclamp_max}: allowed uclamp_min <= uclamp_max"
+            )
+        return self
+
+
+def check_cgroup_refs(cgroups: list[CgroupSpec], workload: WorkloadSpec) -> str | None:
+    """Why a list of cgroups and the workload's references to them do not fit together (a path
+    defined twice, a parent missing or listed after its child, an undefined cgroup named by
+    the workload or a task), or None when they do."""
+    known: list[str] = []
+    for g in cgroups:
+        if g.path in known:
+            return f"cgroups: '{g.path}' is defined twice"
+        parent, sep, _ = g.path.rpartition("/")
+        if sep and parent not in known:
+            if any(other.path == parent for other in cgroups):
+                return f"cgroups: '{g.path}': its parent '{parent}' must be listed before it"
+            return f"cgroups: '{g.path}': its parent '{parent}' is not defined"
+        known.append(g.path)
+    defined = ", ".join(known) if known else "none"
+    seen: set[str] = set()
+    for name in workload.cgroups:
+        if name not in known:
+            return f"workload.cgroups: '{name}' is not a defined cgroup; defined: {defined}"
+        if name in seen:
+            return f"workload.cgroups: '{name}' is listed twice"
+        seen.add(name)
+    if workload.custom is not None:
+        for t in workload.custom.tasks:
+            if t.cgroup is not None and t.cgroup not in known:
+                return (
+                    f"task '{t.name}': cgroup '{t.cgroup}' is not a defined cgroup; "
+                    f"defined: {defined}"
+                )
+    return None
 
 
 class SimConfig(_Strict):
@@ -342,10 +471,29 @@ class SimConfig(_Strict):
     trace: bool = False
     sample_interval_ns: NonNegativeInt = 0
     tunables: dict[str, Any] = {}
+    cgroups: list[CgroupSpec] = []
+
+    @model_validator(mode="after")
+    def _check_cgroups(self) -> "SimConfig":
+        why = check_cgroup_refs(self.cgroups, self.workload)
+        if why is not None:
+            raise ValueError(why)
+        return self
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON-ready dict handed to `_core.run` (unset optional programs left out)."""
+        """The JSON-ready dict handed to `_core.run`. Optional parts the core defaults are left
+        out when unset (no custom programs; no cgroups, no workload cgroups, no task cgroup),
+        so a config without cgroups serialises, and hashes, as it did before they existed."""
         data = self.model_dump(mode="json")
-        if data["workload"]["custom"] is None:
-            del data["workload"]["custom"]
+        workload = data["workload"]
+        if workload["custom"] is None:
+            del workload["custom"]
+        else:
+            for t in workload["custom"]["tasks"]:
+                if t.get("cgroup") is None:
+                    t.pop("cgroup", None)
+        if not workload["cgroups"]:
+            del workload["cgroups"]
+        if not data["cgroups"]:
+            del data["cgroups"]
         return data
