@@ -21,7 +21,7 @@ from rich.table import Table
 
 from . import __version__
 from .bench import SCENARIOS, run_bench
-from .config import build_config, workload_catalog
+from .config import build_config, parse_cgroup_option, workload_catalog
 from .errors import ConfigError, CoreUnavailableError
 from .experiment import Experiment
 from .machines import list_machines, load_machine
@@ -146,6 +146,24 @@ def run(
             "Repeatable.",
         ),
     ] = None,
+    cgroup: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cgroup",
+            help="PATH[:key=value,...]: define a cgroup v2 group with its cpu controller "
+            "files: weight, max (QUOTA/PERIOD, QUOTA or max, in us), max_burst (us), "
+            "uclamp_min, uclamp_max (percent or max), e.g. cg1:max=50000/100000,weight=200. "
+            "Parents before children (a, then a/b). Repeatable.",
+        ),
+    ] = None,
+    in_cgroup: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--in-cgroup",
+            help="Run one copy of the workload in this cgroup (a --cgroup PATH). Repeatable: "
+            "one copy per group. Without it, one copy runs in the root group.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the run's PRNG.")] = 1,
     duration: Annotated[
         str | None, typer.Option(help="Simulated duration: 500ms, 2s, 1m, 100us, 250ns.")
@@ -176,6 +194,8 @@ def run(
         seed=seed,
         duration=duration,
         trace=trace is not None,
+        cgroups=[parse_cgroup_option(text) for text in cgroup or []],
+        run_in=in_cgroup or [],
     )
     result = run_config(config)
     if trace is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cached_property
 from typing import Any
 
@@ -27,6 +28,27 @@ CONTRACT_KEYS = (
     "tasks",
     "samples",
 )
+
+# cpu.stat's fields, in the file's order, as the result's optional `cgroups` section reports
+# them per cgroup below the root: {path: {"usage_usec": ..., ...}}.
+CPU_STAT_FIELDS = (
+    "usage_usec",
+    "nr_periods",
+    "nr_throttled",
+    "throttled_usec",
+    "nr_bursts",
+    "burst_usec",
+)
+
+_CGROUP_METRIC = re.compile(rf"^cg_(?P<path>.+)_(?P<field>{'|'.join(CPU_STAT_FIELDS)})$")
+
+
+def cgroup_metric(name: str) -> tuple[str, str] | None:
+    """`cg_<path>_<field>` (`cg_cg1_throttled_usec`, `cg_a/b_nr_periods`) → (path, field): a
+    cgroup's cpu.stat field used as a per-run metric; None for any other name."""
+    m = _CGROUP_METRIC.match(name)
+    return (m.group("path"), m.group("field")) if m else None
+
 
 # Fields that depend on the host's speed, not on the simulation.
 WALL_CLOCK_FIELDS = (("sim", "wall_s"), ("sim", "events_per_s"))
@@ -87,6 +109,16 @@ class RunResult:
     def sim(self) -> dict[str, Any]:
         return self._data.get("sim", {})
 
+    def cpu_stat(self, path: str) -> dict[str, Any]:
+        """One cgroup's cpu.stat (`usage_usec`, `nr_periods`, `nr_throttled`, `throttled_usec`,
+        `nr_bursts`, `burst_usec`); KeyError naming the cgroups the run has otherwise."""
+        groups = self._data.get("cgroups") or {}
+        if path not in groups:
+            raise KeyError(
+                f"no cgroup '{path}' in this result; it has: {', '.join(groups) or 'none'}"
+            )
+        return groups[path]
+
     # ---- frames ------------------------------------------------------------------------------
 
     @cached_property
@@ -98,6 +130,17 @@ class RunResult:
     def cpus(self) -> pd.DataFrame:
         """One row per CPU: cpu, busy_ns, idle_ns, context_switches, avg_khz, ..."""
         return pd.DataFrame.from_records(self._data.get("cpus", []))
+
+    @cached_property
+    def cgroups(self) -> pd.DataFrame:
+        """One row per cgroup below the root: `path`, then its cpu.stat (`usage_usec`,
+        `nr_periods`, `nr_throttled`, `throttled_usec`, `nr_bursts`, `burst_usec`). Empty when
+        the run defined no cgroups."""
+        groups = self._data.get("cgroups") or {}
+        rows = [{"path": path, **(stat or {})} for path, stat in groups.items()]
+        if not rows:
+            return pd.DataFrame(columns=["path", *CPU_STAT_FIELDS])
+        return pd.DataFrame.from_records(rows)
 
     @cached_property
     def samples(self) -> pd.DataFrame:

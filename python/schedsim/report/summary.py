@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..results import RunResult
+from ..results import CPU_STAT_FIELDS, RunResult
 
 
 def format_value(value: Any) -> str:
@@ -55,6 +55,34 @@ def _idle_state_order(config: dict[str, Any]) -> dict[str, int]:
         for state in states:
             order.setdefault(state["name"], len(order))
     return order
+
+
+def cpu_max_text(group: dict[str, Any]) -> str:
+    """A CgroupSpec's cpu.max as the file reads: `QUOTA PERIOD` or `max PERIOD`."""
+    quota = group.get("quota_us")
+    return f"{'max' if quota is None else quota} {group.get('period_us', 100000)}"
+
+
+def print_cgroups(console: Console, result: RunResult, config: dict[str, Any] | None) -> None:
+    """One column per cgroup: its cpu.weight and cpu.max, then its cpu.stat, one row per field
+    as the files read."""
+    stats = result.json.get("cgroups") or {}
+    if not stats:
+        return
+    defined = {g["path"]: g for g in (config or {}).get("cgroups") or []}
+    paths = [p for p in defined if p in stats] + [p for p in stats if p not in defined]
+    table = Table(title="cgroups: cpu.weight, cpu.max, cpu.stat", title_justify="left")
+    table.add_column("")
+    for path in paths:
+        table.add_column(path, justify="right")
+    table.add_row(
+        "cpu.weight",
+        *(format_value(defined[p].get("weight")) if p in defined else "-" for p in paths),
+    )
+    table.add_row("cpu.max", *(cpu_max_text(defined[p]) if p in defined else "-" for p in paths))
+    for key in CPU_STAT_FIELDS:
+        table.add_row(key, *(format_value((stats[p] or {}).get(key)) for p in paths))
+    console.print(table)
 
 
 def print_summary(console: Console, result: RunResult, config: dict[str, Any] | None) -> None:
@@ -119,6 +147,10 @@ def print_summary(console: Console, result: RunResult, config: dict[str, Any] | 
         ),
     )
     console.print(grid)
+
+    if result.json.get("cgroups"):
+        console.print()
+        print_cgroups(console, result, cfg)
 
     ts = result.turbostat
     if ts:

@@ -4,9 +4,10 @@ interrupted sweep resumes: a run whose file exists is loaded, not rerun.
 
 Each file holds one row: the run's identity (key, machine, config, benchmark, workload, param,
 value, op, repeat, seed), every scalar of the result flattened with dots (`metrics.run_us_mean`,
-`power.avg_package_w`, `turbostat.cstates.C6`, `sched.migrations`, ...), the per-interval
-turbostat samples as list columns (`samples.pkg_watt`, ...), and the complete result and
-SimConfig as JSON text (`result_json`, `config_json`).
+`power.avg_package_w`, `turbostat.cstates.C6`, `sched.migrations`, and each cgroup's cpu.stat
+as `cgroups.<path>.throttled_usec`, ...), the per-interval turbostat samples as list columns
+(`samples.pkg_watt`, ...), and the complete result and SimConfig as JSON text (`result_json`,
+`config_json`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 STORE_FORMAT = 1
 IDENTITY = ("run_key", "machine", "config", "benchmark", "workload", "param", "value", "op",
             "repeat", "seed")  # fmt: skip
-FLAT_SECTIONS = ("power", "turbostat", "sched", "sim")
+FLAT_SECTIONS = ("power", "turbostat", "sched", "sim", "cgroups")
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
