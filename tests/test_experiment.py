@@ -231,7 +231,7 @@ def test_unknown_key_lists_the_allowed_keys(fake_core, tmp_path) -> None:
     message = error(tmp_path, BASE.replace('name = "new"', 'name = "new"\ngovenor = "x"'))
     assert message.endswith(
         "config[2] (new): unknown key 'govenor'; allowed: name, description, kernel, driver, "
-        "governor, invariance, hz, tunables, features, machine"
+        "governor, invariance, hz, tunables, features, machine, cgroups"
     )
 
 

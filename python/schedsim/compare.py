@@ -23,7 +23,7 @@ from .errors import ConfigError
 from .experiment import BenchmarkDef, Experiment, RunSpec
 from .report import mmtests
 from .report import stats as st
-from .results import RunResult
+from .results import RunResult, cgroup_metric
 from .sweep import RunConfigError, RunFailedError, check_backend, iter_results
 from .sweep.store import RunStore, flat_row, sample_columns
 
@@ -168,6 +168,17 @@ def metric_samples(result: dict[str, Any], metric: str) -> list[float]:
     if samples and all(metric in s for s in samples):
         return [float(s[metric]) for s in samples]
     metrics = result.get("metrics") or {}
+    stat = cgroup_metric(metric)
+    if stat is not None and metric not in metrics:
+        path, key = stat
+        groups = result.get("cgroups") or {}
+        if path not in groups or key not in (groups[path] or {}):
+            raise ConfigError(
+                f"the result has no cpu.stat {key} for cgroup '{path}' (metric '{metric}'); "
+                f"its cgroups: {', '.join(groups) or 'none'}"
+            )
+        value = groups[path][key]
+        return [math.nan if value is None else float(value)]
     if metric not in metrics:
         raise ConfigError(
             f"the result has no metric '{metric}'; it reports: {', '.join(metrics) or 'none'}"

@@ -40,6 +40,9 @@ from .config import (
     DEFAULT_KERNEL,
     HZ_VALUES,
     build_config,
+    check_run_in,
+    parse_cgroup,
+    parse_cgroups,
     parse_kernel_version,
     parse_sets,
     resolve_cpufreq,
@@ -50,6 +53,7 @@ from .errors import ConfigError
 from .machines import Machine, list_machines, load_machine
 from .native import model_fingerprint
 from .report.stats import SUMMARY_TYPES
+from .results import cgroup_metric
 from .sweep.stride import PATTERNS, Topology, stride_range
 from .units import DURATION_FORMS, parse_duration
 
@@ -97,6 +101,21 @@ class MachineEntry(_Strict):
     overrides: dict[str, Any] = {}
 
 
+class CgroupEntry(_Strict):
+    """A cgroup v2 group in the files' syntax (config.parse_cgroup checks the values)."""
+
+    path: str
+    weight: Any = None
+    max: Any = None
+    max_burst: Any = None
+    uclamp_min: Any = None
+    uclamp_max: Any = None
+
+    def definition(self) -> dict[str, Any]:
+        """The keys the file gave, for `config.parse_cgroup`."""
+        return self.model_dump(exclude_unset=True)
+
+
 def _kernel_string(value: Any) -> Any:
     if isinstance(value, int | float) and not isinstance(value, bool):
         raise ValueError(
@@ -117,6 +136,7 @@ class ConfigEntry(_Strict):
     tunables: dict[str, Scalar] = {}
     features: dict[str, Scalar] = {}
     machine: dict[str, Any] = {}
+    cgroups: list[CgroupEntry] = []
 
     _kernel = field_validator("kernel", mode="before")(_kernel_string)
 
@@ -141,6 +161,8 @@ class BenchmarkEntry(_Strict):
     summarise: Literal[SUMMARY_TYPES] | None = None  # type: ignore[valid-type]
     decimals: int | None = Field(None, ge=0, le=10)
     label: str | None = None
+    cgroups: list[CgroupEntry] = []
+    run_in: list[StrictStr] = []
 
 
 class ExperimentFile(_Strict):
@@ -187,7 +209,7 @@ def _where(data: Any, loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             name = None
             if isinstance(node, list) and 0 <= part < len(node) and isinstance(node[part], dict):
-                name = node[part].get("name") or node[part].get("preset")
+                name = node[part].get("name") or node[part].get("preset") or node[part].get("path")
                 if name is None and "workload" in node[part]:
                     name = node[part]["workload"]
             out += f"[{part + 1}]" + (f" ({name})" if isinstance(name, str) else "")
@@ -238,6 +260,7 @@ class MachineDef:
 class ConfigDef:
     name: str
     entry: ConfigEntry
+    cgroups: tuple[dict[str, Any], ...] = ()  # the file-syntax definitions, checked
 
     @property
     def sets(self) -> dict[str, Any]:
@@ -268,6 +291,8 @@ class BenchmarkDef:
     label: str | None
     entry: BenchmarkEntry
     values_by_machine: dict[str, list[Any]] = field(default_factory=dict)
+    cgroups: tuple[dict[str, Any], ...] = ()  # the file-syntax definitions, checked
+    run_in: tuple[str, ...] = ()
 
     def op(self, value: Any) -> str:
         """The op label: `<label>-<value>` (label defaults to the swept parameter); without a
@@ -376,6 +401,7 @@ class Experiment:
         self.machines = self._resolve_machines()
         self.configs = self._resolve_configs()
         self.benchmarks = self._resolve_benchmarks()
+        self._cgroup_cache: dict[tuple[int, int], list[dict[str, Any]]] = {}
         self.specs = self._plan()
 
     # ---- construction ----------------------------------------------------------------------
@@ -488,7 +514,9 @@ class Experiment:
                             f"'{name}' is not a tunable: use the config's "
                             f"{'hz' if name == 'CONFIG_HZ' else 'features'} key",
                         )
-            cdef = ConfigDef(entry.name, entry)
+            cdef = ConfigDef(
+                entry.name, entry, self._check_cgroup_list("config", ci, entry.cgroups)
+            )
             try:
                 parse_sets(cdef.sets)
             except ConfigError as err:
@@ -520,6 +548,67 @@ class Experiment:
             except ConfigError as err:
                 on = f" (on machine '{mname}')" if len(self.machines) > 1 else ""
                 raise self._fail(self._where("config", ci, key), f"{err}{on}") from None
+
+    def _check_cgroup_list(
+        self, section: str, index: int, entries: list[CgroupEntry]
+    ) -> tuple[dict[str, Any], ...]:
+        """Check one entry's `cgroups` on their own: each definition's keys and values, and no
+        path twice. Parents may come from the config when the list is a benchmark's, so they
+        are checked on the merged lists (`_cgroups_for`)."""
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for gi, g in enumerate(entries):
+            where = f"{self._where(section, index, 'cgroups')}[{gi + 1}] ({g.path})"
+            definition = g.definition()
+            try:
+                parse_cgroup(definition)
+            except ConfigError as err:
+                raise self._fail(where, str(err)) from None
+            if g.path in seen:
+                raise self._fail(where, f"cgroup '{g.path}' is defined twice")
+            seen.add(g.path)
+            out.append(definition)
+        return tuple(out)
+
+    def _cgroups_for(self, ci: int, bi: int) -> list[dict[str, Any]]:
+        """The cgroups of config `ci` running benchmark `bi`: the config's, then the
+        benchmark's (a path in both is an error), checked with the benchmark's `run_in` and
+        its per-cgroup metrics."""
+        key = (ci, bi)
+        if key in self._cgroup_cache:
+            return self._cgroup_cache[key]
+        cdef, bdef = self.configs[ci], self.benchmarks[bi]
+        cwhere = self._where("config", ci, "cgroups")
+        bwhere = self._where("benchmark", bi, "cgroups")
+        in_config = {g["path"] for g in cdef.cgroups}
+        for g in bdef.cgroups:
+            if g["path"] in in_config:
+                raise self._fail(
+                    f"{cwhere} and {bwhere}",
+                    f"both define cgroup '{g['path']}'; define it in one of them",
+                )
+        merged = [*cdef.cgroups, *bdef.cgroups]
+        try:
+            specs = parse_cgroups(merged)
+        except ConfigError as err:
+            raise self._fail(f"{self._where('config', ci)} × {bwhere}", str(err)) from None
+        try:
+            check_run_in(bdef.run_in, specs)
+        except ConfigError as err:
+            on = f" (with {self._where('config', ci)})" if cdef.cgroups else ""
+            message = str(err).replace("--in-cgroup/run_in ", "")
+            raise self._fail(self._where("benchmark", bi, "run_in"), message + on) from None
+        paths = [g["path"] for g in specs]
+        for metric in bdef.metrics:
+            stat = cgroup_metric(metric.name)
+            if stat is not None and stat[0] not in paths:
+                raise self._fail(
+                    self._where("benchmark", bi, "metrics"),
+                    f"metric '{metric.name}': cgroup '{stat[0]}' is not defined for "
+                    f"{self._where('config', ci)}; defined: {', '.join(paths) or 'none'}",
+                )
+        self._cgroup_cache[key] = merged
+        return merged
 
     def _resolve_benchmarks(self) -> list[BenchmarkDef]:
         catalog = workload_catalog()
@@ -597,6 +686,7 @@ class Experiment:
                     'duration = "2s"',
                 )
             metrics = self._resolve_metrics(entry, info, where)
+            cgroups = self._check_cgroup_list("benchmark", bi, entry.cgroups)
             summarise, decimals = MMTESTS_SUMMARY.get(entry.workload, ("Multiops", 2))
             if self.model.experiment.labels == "legacy":
                 summarise = MMTESTS_SUMMARY_LEGACY.get(entry.workload, summarise)
@@ -611,6 +701,8 @@ class Experiment:
                 decimals=decimals if entry.decimals is None else entry.decimals,
                 label=entry.label,
                 entry=entry,
+                cgroups=cgroups,
+                run_in=tuple(entry.run_in),
             )
             for mdef in self.machines:
                 bdef.values_by_machine[mdef.name] = self._values(bdef, mdef, where)
@@ -640,11 +732,28 @@ class Experiment:
                 )
         out = []
         for metric in names:
+            stat = cgroup_metric(metric)
+            if stat is not None and metric not in reported:
+                # a cgroup's cpu.stat field: `cg_<path>_<field>`; the path is checked against
+                # each config's cgroups when the plan is made
+                if metric in entry.prefer:
+                    higher = entry.prefer[metric] == "higher"
+                elif stat[1] in ("nr_throttled", "throttled_usec"):
+                    higher = False
+                else:
+                    raise self._fail(
+                        where("prefer"),
+                        f"metric '{metric}': say whether higher or lower is better, "
+                        f'prefer = {{ "{metric}" = "lower" }}; allowed: higher, lower',
+                    )
+                out.append(MetricDef(metric, higher))
+                continue
             if metric not in reported and metric != primary_name:
                 raise self._fail(
                     where("metrics"),
                     f"workload '{entry.workload}' reports no metric '{metric}'; allowed: "
-                    f"{', '.join(reported)}",
+                    f"{', '.join(reported)}, or a cgroup's cpu.stat field as "
+                    "cg_<path>_<field> (cg_cg1_throttled_usec)",
                 )
             if metric in entry.prefer:
                 higher = entry.prefer[metric] == "higher"
@@ -714,6 +823,7 @@ class Experiment:
             for ci, cdef in enumerate(self.configs):
                 machine = self._machine_for(mi, ci)
                 for bi, bdef in enumerate(self.benchmarks):
+                    cgroups = self._cgroups_for(ci, bi)
                     for value in bdef.values(mdef.name):
                         params = dict(bdef.params)
                         if bdef.param is not None:
@@ -730,6 +840,8 @@ class Experiment:
                                 seed=0,
                                 duration=bdef.duration_ns,
                                 sample_interval=sample_ns,
+                                cgroups=cgroups,
+                                run_in=bdef.run_in,
                             )
                         except ConfigError as err:
                             raise self._fail(
