@@ -123,9 +123,29 @@ def fake_result(config: dict[str, Any]) -> dict[str, Any]:
         ],
         "samples": [],
     }
+    if config.get("cgroups"):
+        result["cgroups"] = fake_cpu_stats(config)
     if config.get("trace"):
         result["trace"] = FAKE_TRACE
     return result
+
+
+def fake_cpu_stats(config: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """cpu.stat per defined cgroup, as the core reports it (numbers made up from the limits)."""
+    duration_us = (config.get("duration_ns") or 1_000_000_000) // 1000
+    out = {}
+    for i, g in enumerate(config["cgroups"]):
+        periods = duration_us // g["period_us"] if g.get("quota_us") is not None else 0
+        throttled = periods // 2
+        out[g["path"]] = {
+            "usage_usec": 1000 * (i + 1) + g["weight"],
+            "nr_periods": periods,
+            "nr_throttled": throttled,
+            "throttled_usec": 500 * throttled + (config["seed"] % 7),
+            "nr_bursts": 1 if g.get("burst_us") else 0,
+            "burst_usec": g.get("burst_us", 0) // 2,
+        }
+    return out
 
 
 class FakeCore:
