@@ -394,6 +394,7 @@ def test_cgroup_metric_names() -> None:
     assert cgroup_metric("cg_cg1_throttled_usec") == ("cg1", "throttled_usec")
     assert cgroup_metric("cg_a/b_nr_periods") == ("a/b", "nr_periods")
     assert cgroup_metric("cg_my_group_usage_usec") == ("my_group", "usage_usec")
+    assert cgroup_metric("cg_cg1_period_phase_us") == ("cg1", "period_phase_us")
     assert cgroup_metric("cg__usage_usec") is None
     assert cgroup_metric("elapsed_s") is None
     assert cgroup_metric("cg_cg1_speed") is None

@@ -40,7 +40,13 @@ CPU_STAT_FIELDS = (
     "burst_usec",
 )
 
-_CGROUP_METRIC = re.compile(rf"^cg_(?P<path>.+)_(?P<field>{'|'.join(CPU_STAT_FIELDS)})$")
+# What the core reports per cgroup besides cpu.stat: where in each period its period timer
+# fires (µs after a multiple of the period; 0 for aligned timers, 41abdba9).
+CGROUP_EXTRA_FIELDS = ("period_phase_us",)
+
+_CGROUP_METRIC = re.compile(
+    rf"^cg_(?P<path>.+)_(?P<field>{'|'.join(CPU_STAT_FIELDS + CGROUP_EXTRA_FIELDS)})$"
+)
 
 
 def cgroup_metric(name: str) -> tuple[str, str] | None:
@@ -134,8 +140,8 @@ class RunResult:
     @cached_property
     def cgroups(self) -> pd.DataFrame:
         """One row per cgroup below the root: `path`, then its cpu.stat (`usage_usec`,
-        `nr_periods`, `nr_throttled`, `throttled_usec`, `nr_bursts`, `burst_usec`). Empty when
-        the run defined no cgroups."""
+        `nr_periods`, `nr_throttled`, `throttled_usec`, `nr_bursts`, `burst_usec`) and
+        `period_phase_us`. Empty when the run defined no cgroups."""
         groups = self._data.get("cgroups") or {}
         rows = [{"path": path, **(stat or {})} for path, stat in groups.items()]
         if not rows:

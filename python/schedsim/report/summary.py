@@ -65,7 +65,7 @@ def cpu_max_text(group: dict[str, Any]) -> str:
 
 def print_cgroups(console: Console, result: RunResult, config: dict[str, Any] | None) -> None:
     """One column per cgroup: its cpu.weight and cpu.max, then its cpu.stat, one row per field
-    as the files read."""
+    as the files read, then any other per-group value the core reports (`period_phase_us`)."""
     stats = result.json.get("cgroups") or {}
     if not stats:
         return
@@ -80,7 +80,8 @@ def print_cgroups(console: Console, result: RunResult, config: dict[str, Any] | 
         *(format_value(defined[p].get("weight")) if p in defined else "-" for p in paths),
     )
     table.add_row("cpu.max", *(cpu_max_text(defined[p]) if p in defined else "-" for p in paths))
-    for key in CPU_STAT_FIELDS:
+    extra = [k for p in paths for k in (stats[p] or {}) if k not in CPU_STAT_FIELDS]
+    for key in [*CPU_STAT_FIELDS, *dict.fromkeys(extra)]:
         table.add_row(key, *(format_value((stats[p] or {}).get(key)) for p in paths))
     console.print(table)
 
