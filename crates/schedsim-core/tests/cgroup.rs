@@ -124,6 +124,9 @@ fn cpu_stat_matches_a_hand_traced_single_task_case() {
     assert_eq!(b.refills, vec![100 * MS, 200 * MS, 300 * MS]);
     let usage = g.usage_ns as f64 / 1e6;
     assert!((usage - 40.0).abs() <= 1.0, "usage {usage} ms");
+    // progress stops while throttled: 1 ms work items, 40 ms of CPU
+    let ops = sim.marks.len() as f64;
+    assert!((ops - 40.0).abs() <= 1.0, "{ops} work items done");
     let stat: Value =
         serde_json::from_str(&schedsim_core::metrics::result_json(&sim, 0.0)).unwrap();
     let thr = stat["cgroups"]["G"]["throttled_usec"].as_f64().unwrap() / 1e3;
@@ -158,6 +161,11 @@ fn quota_caps_a_group_spanning_many_cpus() {
         "used {used} ms in {periods} periods"
     );
     assert!(used >= (periods - 1.0) * 30.0, "used only {used} ms");
+    let ops = sim.marks.len() as f64;
+    assert!(
+        (ops - used).abs() <= 6.0,
+        "{ops} ms of work for {used} ms of quota"
+    );
     assert!(
         g.cfs_b.nr_throttled >= 18,
         "nr_throttled {}",

@@ -524,6 +524,14 @@ impl Sim {
         if self.tasks[t].burst.is_some() {
             self.rearm_burst(cpu);
         } else {
+            self.queue_program(t);
+        }
+    }
+
+    /// Queue the program of `t`, which just got (or kept) the CPU, to run at this instant; a
+    /// task queued twice would execute its next ops twice.
+    fn queue_program(&mut self, t: TaskId) {
+        if !self.run_queue_pending.contains(&t) {
             self.run_queue_pending.push_back(t);
         }
     }
@@ -591,7 +599,8 @@ impl Sim {
                 if busy_change {
                     self.hw_update_for(cpu);
                 }
-                self.rqs[cpu].burst_ev = None;
+                // the hardware update may have armed a resumed burst already
+                self.disarm_burst(cpu);
                 self.rqs[cpu].burst_rate = 0.0;
                 self.rearm_or_continue(cpu);
             }
@@ -769,7 +778,7 @@ impl Sim {
             return Ok(());
         };
         self.tasks[t].burst = None;
-        self.run_queue_pending.push_back(t);
+        self.queue_program(t);
         Ok(())
     }
 
