@@ -30,5 +30,5 @@ def test_rt_app_file_runs_and_reports_its_log_metrics() -> None:
 
 
 def test_rt_app_unsupported_property_is_a_config_error() -> None:
-    with pytest.raises(schedsim.ConfigError, match="unsupported taskgroup"):
-        schedsim.run("skylake-8x", f"rt-app:{DATA / 'tutorial' / 'example10.json'}")
+    with pytest.raises(schedsim.ConfigError, match="unsupported phase-level 'taskgroup'"):
+        schedsim.run("skylake-8x", f"rt-app:{DATA / 'tutorial' / 'example11.json'}")

@@ -127,8 +127,7 @@ fn flat(ops: &[OpSpec]) -> Vec<String> {
 fn every_shipped_file_runs_or_fails_as_unsupported_with_the_name() {
     // files that use what the core does not model, and the name their error must carry
     let unsupported: BTreeMap<&str, &str> = [
-        ("example10.json", "taskgroup"),
-        ("example11.json", "taskgroup"),
+        ("example11.json", "phase-level 'taskgroup'"),
         ("custom-slice.json", "dl-runtime"),
         ("taskset.json", "exec"),
     ]
@@ -297,7 +296,6 @@ fn unsupported_properties_and_events_name_themselves() {
     let cases = [
         ("\"util_min\": 512", "util_min"),
         ("\"util_max\": 300", "util_max"),
-        ("\"taskgroup\": \"/a\"", "taskgroup"),
         ("\"policy\": \"SCHED_DEADLINE\"", "SCHED_DEADLINE"),
         ("\"dl-period\": 1000", "dl-period"),
         ("\"nodes_membind\": [0]", "nodes_membind"),
@@ -614,4 +612,24 @@ fn runs_are_deterministic() {
     assert_eq!(stable_json(&a), stable_json(&b));
     assert_eq!(metrics(&a), metrics(&b));
     assert!(metrics(&a)["rows"] > 50.0);
+}
+
+#[test]
+fn taskgroup_puts_the_task_in_a_cgroup_rt_app_creates() {
+    // tutorial example10: thread0 runs 2 ms every 10 ms in /tg1 (created with default settings)
+    let f = all_files()
+        .into_iter()
+        .find(|f| f.ends_with("example10.json"))
+        .expect("example10 shipped");
+    let sim = run(cfg(machine(4, Some(20)), &f, 500.0));
+    let g = sim.group_by_path("tg1").expect("tg1 created");
+    let t = sim
+        .tasks
+        .iter()
+        .find(|t| t.comm.starts_with("thread0"))
+        .unwrap();
+    assert_eq!(t.tg, g);
+    // no limit: the group used what its task ran
+    assert_eq!(sim.tgs[g].usage_ns, t.stats.cpu_ns);
+    assert!(sim.tgs[g].cfs_b.quota.is_none());
 }

@@ -71,6 +71,8 @@ pub struct TaskGroup {
     pub cfs_b: CfsBandwidth,
     /// `cpu.stat` usage (ns of CPU time of the subtree's tasks).
     pub usage_ns: u64,
+    /// Live tasks directly in this group.
+    pub members: Vec<TaskId>,
 }
 
 impl TaskGroup {
@@ -86,6 +88,7 @@ impl TaskGroup {
             rqs: vec![GroupRq::default(); nr_cpus],
             cfs_b: CfsBandwidth::unlimited(),
             usage_ns: 0,
+            members: Vec::new(),
         }
     }
 }
@@ -142,6 +145,7 @@ impl Sim {
             rqs: vec![GroupRq::default(); n],
             cfs_b,
             usage_ns: 0,
+            members: Vec::new(),
         };
         self.tgs.push(tg);
         self.tgs[parent].children.push(id);
@@ -246,16 +250,15 @@ impl Sim {
         let ng = self.tgs.len();
         let mut direct_weight = vec![0u64; ng];
         let mut load_avg = vec![0u64; ng];
-        for task in &self.tasks {
-            if task.tg == ROOT_TG || task.cpu != cpu || task.se.avg.last_update_time == 0 {
+        let members = self.tgs.iter().skip(1).flat_map(|g| g.members.iter());
+        for task in members.map(|&t| &self.tasks[t]) {
+            if task.cpu != cpu || task.se.avg.last_update_time == 0 {
                 continue;
             }
-            if task.state == super::task::TaskState::Dead
-                || matches!(
-                    task.policy,
-                    super::task::Policy::Fifo | super::task::Policy::Rr
-                )
-            {
+            if matches!(
+                task.policy,
+                super::task::Policy::Fifo | super::task::Policy::Rr
+            ) {
                 continue;
             }
             if task.se.on_rq {

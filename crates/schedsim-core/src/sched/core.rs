@@ -111,6 +111,9 @@ impl Sim {
             stats: Default::default(),
         });
         self.live_tasks += 1;
+        if tg != super::cgroup::ROOT_TG {
+            self.tgs[tg].members.push(id);
+        }
         if let Some(p) = parent {
             self.tasks[p].live_children += 1;
         }
@@ -427,6 +430,10 @@ impl Sim {
         self.tasks[t].state = TaskState::Dead;
         self.tasks[t].stats.exit_ns = Some(self.now);
         self.deactivate_task(cpu, t, true, true);
+        let tg = self.tasks[t].tg;
+        if tg != super::cgroup::ROOT_TG {
+            self.tgs[tg].members.retain(|&x| x != t);
+        }
         self.stats.exits += 1;
         self.live_tasks -= 1;
         if let Some(p) = self.tasks[t].parent {

@@ -182,6 +182,9 @@ struct TaskDef {
     named_phases: bool,
     sched: Sched,
     cpus: Vec<usize>,
+    /// `taskgroup`: the cgroup path, `/`-prefixed (created with default settings unless the
+    /// run configures it); `None` = the root group.
+    taskgroup: Option<String>,
 }
 
 /// The `global` section.
@@ -339,6 +342,8 @@ struct SchedKeys<'a> {
     policy: Option<(&'static str, &'a Node)>,
     priority: Option<&'a Node>,
     cpus: Option<Vec<usize>>,
+    /// `taskgroup` and where it was written; `Some(None)` = the root group.
+    taskgroup: Option<(Option<String>, &'a Node)>,
 }
 
 /// Read one scheduling key (`SCHED_KEYS`); unsupported properties are errors.
@@ -379,14 +384,17 @@ fn sched_key<'a>(
         }
         "taskgroup" => {
             let g = cx.string(v, &p)?;
-            if !g.is_empty() && g != "/" {
-                return Err(cx.unsupported(
+            let g = g.trim_matches('/');
+            let bad = g.split('/').any(|c| c.is_empty() || c == "." || c == "..");
+            if !g.is_empty() && bad {
+                return Err(cx.err(
                     m.pos,
                     &p,
-                    "taskgroup",
-                    &format!("'{g}': the core has no cgroups (only the root group '/')"),
+                    format!("'{g}': expected a cgroup path like \"/tg1\" or \"/a/b\""),
                 ));
             }
+            let path = (!g.is_empty()).then(|| format!("/{g}"));
+            out.taskgroup = Some((path, v));
         }
         "nodes_membind" => {
             return Err(cx.unsupported(
@@ -762,6 +770,17 @@ fn parse_task(
                 }
                 // duplicate phase names are kept (rt-app's workgen renames them); metrics name
                 // the later ones NAME-1, NAME-2, ...
+                if let Some((g, node)) = &psk.taskgroup {
+                    let task_g = sk.taskgroup.as_ref().and_then(|(g, _)| g.clone());
+                    if *g != task_g {
+                        return Err(cx.unsupported(
+                            node.pos,
+                            &join(&phpath, "taskgroup"),
+                            "phase-level 'taskgroup'",
+                            "moving a task to another cgroup between phases is not modelled; set taskgroup on the task",
+                        ));
+                    }
+                }
                 let n = seen.entry(ph.key.as_str()).or_insert(0);
                 if *n > 0 {
                     phase.name = format!("{}-{}", ph.key, n);
@@ -805,6 +824,7 @@ fn parse_task(
         named_phases,
         sched,
         cpus: sk.cpus.unwrap_or_default(),
+        taskgroup: sk.taskgroup.and_then(|(g, _)| g),
     })
 }
 
@@ -1268,7 +1288,7 @@ impl RtApp {
                 start: t.instances > 0,
                 delay_ns: 0,
                 start_cpu: None,
-                cgroup: None,
+                cgroup: t.taskgroup.clone(),
                 program,
             });
         }

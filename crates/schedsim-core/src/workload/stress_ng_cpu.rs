@@ -5,7 +5,9 @@
 //! stress-ng shares `--cpu-ops` between the instances "equally, rounding up", so each does
 //! ceil(M / N). Since V0.14.02 one bogo op is normalised to 1/1484.5 s of an i5-8350U thread
 //! — a fixed amount of work, here cycles at the reference clock run on the simulated core.
-//! With `old_metrics` one op is one method call (0.9584 normalised ops on average).
+//! With `old_metrics` one op is one method call (0.9584 normalised ops on average). On POWER an
+//! op costs `power_op_scale` times the reference cycles (the method mix runs slower there;
+//! calibrated, see the data file).
 //!
 //! Metrics as stress-ng prints them: the run time ("successful run completed in X s") and
 //! bogo ops/s (real time) = total bogo ops / the instances' mean wall time.
@@ -23,7 +25,13 @@ use crate::engine::Sim;
 pub fn generator() -> Generator {
     Generator {
         info,
-        make: |ctx| Ok(Box::new(StressNgCpu::new(ctx.params, ctx.topo.cpus.len())?)),
+        make: |ctx| {
+            Ok(Box::new(StressNgCpu::new(
+                ctx.params,
+                ctx.topo.cpus.len(),
+                &ctx.machine.arch,
+            )?))
+        },
     }
 }
 
@@ -56,7 +64,7 @@ pub struct StressNgCpu {
 }
 
 impl StressNgCpu {
-    pub fn new(params: &BTreeMap<String, Value>, ncpus: usize) -> Result<Self, String> {
+    pub fn new(params: &BTreeMap<String, Value>, ncpus: usize, arch: &str) -> Result<Self, String> {
         let p = Params::new("stress-ng-cpu", params, &info())?;
         let instances = int_or(&p, params, "instances", ncpus as i64, 1, 65536)? as u32;
         let cpu_ops = p.int("cpu_ops", 50000, 1, 100_000_000_000)? as u64;
@@ -68,6 +76,9 @@ impl StressNgCpu {
         let mut op_cycles = c.get("ref_clock_hz") / c.get("ref_rate_ops_per_s");
         if old_metrics {
             op_cycles *= c.get("old_metrics_call_ops");
+        }
+        if arch == "power" {
+            op_cycles *= c.get("power_op_scale");
         }
         // stress-ng.c: "Share bogo ops between processes equally, rounding up"
         let ops_per_instance = cpu_ops.div_ceil(instances as u64);
