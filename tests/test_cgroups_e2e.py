@@ -1,6 +1,6 @@
 """cgroups through the compiled core: cpu.max throttling, cpu.weight shares, the period timers'
-phase (41abdba9), cpu.max.burst, fork inheritance, one workload copy per group, the CLI and an
-experiment file.
+phase (41abdba9), cpu.max.burst, fork inheritance, one workload copy per group, rt-app's
+taskgroup, the CLI and an experiment file.
 
 Skipped only when the extension is not built (`make test` builds it)."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -245,3 +246,25 @@ def test_experiment_with_cgroups(tmp_path) -> None:
     assert runs.loc["interleaved", "cgroups.cg1.period_phase_us"] > 0
     assert (runs["cgroups.cg1.nr_throttled"] > 0).all()
     assert "cg_cg1_throttled_usec" in res.text()
+
+
+RTAPP_TG = "crates/schedsim-core/data/rt-app/tutorial/example10.json"  # thread0 in /tg1
+
+
+def test_rt_app_taskgroup_creates_or_uses_the_group() -> None:
+    path = Path(__file__).resolve().parents[1] / RTAPP_TG
+    created = schedsim.run("skylake-8x", f"rt-app:{path}")
+    assert list(created.cgroups["path"]) == ["tg1"]  # created with the default settings
+    assert created.cpu_stat("tg1")["nr_periods"] == 0
+    thread = created.tasks[created.tasks["comm"].str.startswith("thread0")]
+    assert created.cpu_stat("tg1")["usage_usec"] == pytest.approx(
+        thread["cpu_ns"].sum() / 1000, abs=2
+    )
+    capped = schedsim.run("skylake-8x", f"rt-app:{path}", cgroups=["tg1:max=1000/100000"])
+    stat = capped.cpu_stat("tg1")
+    assert stat["nr_throttled"] > 0
+    assert stat["usage_usec"] < created.cpu_stat("tg1")["usage_usec"] / 5
+    summary = runner.invoke(app, ["run", "-m", "skylake-8x", "-w", f"rt-app:{path}"])
+    assert summary.exit_code == 0, summary.stderr
+    rows = {line.split()[1]: line for line in summary.stdout.splitlines() if line.startswith("│ ")}
+    assert "max 100000" in rows["cpu.max"] and "100" in rows["cpu.weight"]

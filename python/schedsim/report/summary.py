@@ -65,7 +65,8 @@ def cpu_max_text(group: dict[str, Any]) -> str:
 
 def print_cgroups(console: Console, result: RunResult, config: dict[str, Any] | None) -> None:
     """One column per cgroup: its cpu.weight and cpu.max, then its cpu.stat, one row per field
-    as the files read, then any other per-group value the core reports (`period_phase_us`)."""
+    as the files read, then any other per-group value the core reports (`period_phase_us`).
+    A group the workload created itself (rt-app's `taskgroup`) has the default settings."""
     stats = result.json.get("cgroups") or {}
     if not stats:
         return
@@ -75,11 +76,11 @@ def print_cgroups(console: Console, result: RunResult, config: dict[str, Any] | 
     table.add_column("")
     for path in paths:
         table.add_column(path, justify="right")
+    default = {"weight": 100, "quota_us": None, "period_us": 100_000}
     table.add_row(
-        "cpu.weight",
-        *(format_value(defined[p].get("weight")) if p in defined else "-" for p in paths),
+        "cpu.weight", *(format_value(defined.get(p, default).get("weight")) for p in paths)
     )
-    table.add_row("cpu.max", *(cpu_max_text(defined[p]) if p in defined else "-" for p in paths))
+    table.add_row("cpu.max", *(cpu_max_text(defined.get(p, default)) for p in paths))
     extra = [k for p in paths for k in (stats[p] or {}) if k not in CPU_STAT_FIELDS]
     for key in [*CPU_STAT_FIELDS, *dict.fromkeys(extra)]:
         table.add_row(key, *(format_value((stats[p] or {}).get(key)) for p in paths))
