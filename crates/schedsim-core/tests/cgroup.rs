@@ -362,3 +362,59 @@ fn bad_cgroup_settings_are_errors_naming_the_key() {
     let err = Sim::new(cfg).err().expect("undefined group rejected");
     assert!(err.contains("cgroup 'G'"), "{err}");
 }
+
+/// 0.8–3.9 GHz in 100 MHz steps, one package-wide policy (as tests/cpufreq.rs).
+fn dvfs_machine() -> Value {
+    let mut m = smp(2, 1, 3_900_000, false);
+    let opps: Vec<Value> = (8..=39)
+        .map(|r| json!({"khz": r * 100_000u64, "uv": 700_000 + (r - 8) * 16_000}))
+        .collect();
+    m["freq_domains"] = json!([{"granularity": "package", "base_khz": 3_900_000, "opps": opps}]);
+    m["tsc_khz"] = json!(3_900_000);
+    m
+}
+
+fn schedutil_mhz(task: Value, groups: Value, kernel: &str) -> f64 {
+    let mut cfg = cfg_with(dvfs_machine(), json!([task]), groups, kernel, 250, 1000.0);
+    cfg.cpufreq.driver = Some("intel_cpufreq".into());
+    cfg.cpufreq.governor = "schedutil".into();
+    cfg.cpufreq.invariance = "max".into();
+    let sim = run(cfg);
+    let a: f64 = sim.counters.iter().map(|c| c.aperf).sum();
+    let m: f64 = sim.counters.iter().map(|c| c.mperf).sum();
+    3900.0 * a / m
+}
+
+#[test]
+fn group_uclamp_caps_and_boosts_schedutil() {
+    let busy = json!({"name": "b", "cpus": [0], "start_cpu": 0, "cgroup": "G", "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, 3_900_000)}]}]});
+    let free = schedutil_mhz(busy.clone(), json!([{"path": "G"}]), "6.12");
+    assert!(free > 3800.0, "unclamped busy task at {free} MHz");
+    // cpu.uclamp.max 50 % = 512: from v6.7 the clamp applies after the 1.25 headroom, so the
+    // request is 512/1024 × 3.9 GHz = 1.95 GHz → the 2.0 GHz OPP; before, 1.25 × 512 → 2.5 GHz
+    let capped = json!([{"path": "G", "uclamp_max": 50.0}]);
+    let new = schedutil_mhz(busy.clone(), capped.clone(), "6.12");
+    assert!((new - 2000.0).abs() < 60.0, "6.12 capped at {new} MHz");
+    let old = schedutil_mhz(busy, capped, "6.1");
+    assert!((old - 2500.0).abs() < 60.0, "6.1 capped at {old} MHz");
+    // cpu.uclamp.min 80 % = 819 lifts a light task (1 ms every 10 ms): from v6.8 the floor
+    // takes no headroom, 819/1024 × 3.9 = 3.12 GHz → the 3.2 GHz OPP; before, the clamped util
+    // gets the 1.25 headroom, 1.25 × 819 ≥ 1024 → the highest OPP
+    let light = json!({"name": "l", "cpus": [0], "start_cpu": 0, "cgroup": "G", "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, 3_900_000)},
+        {"op": "timer", "period_ns": 10_000_000}]}]});
+    let low = schedutil_mhz(light.clone(), json!([{"path": "G"}]), "6.12");
+    let floor = json!([{"path": "G", "uclamp_min": 80.0}]);
+    let boosted = schedutil_mhz(light.clone(), floor.clone(), "6.12");
+    assert!(low < 2000.0, "light task at {low} MHz");
+    assert!(
+        (boosted - 3200.0).abs() < 60.0,
+        "6.12 boosted light task at {boosted} MHz"
+    );
+    let boosted_old = schedutil_mhz(light, floor, "6.1");
+    assert!(
+        boosted_old > 3850.0,
+        "6.1 boosted light task at {boosted_old} MHz"
+    );
+}

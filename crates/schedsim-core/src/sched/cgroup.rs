@@ -338,19 +338,27 @@ impl Sim {
             .any(|g| g.uclamp_min > 0 || g.uclamp_max < 1024)
     }
 
+    /// `uclamp_rq_inc()`: count a task in its rq's clamps (only while groups set clamps).
+    pub fn uclamp_rq_inc(&mut self, cpu: usize, t: TaskId) {
+        if self.has_task_groups() && !self.rqs[cpu].uclamp_tasks.contains(&t) {
+            self.rqs[cpu].uclamp_tasks.push(t);
+        }
+    }
+
+    /// `uclamp_rq_dec()`.
+    pub fn uclamp_rq_dec(&mut self, cpu: usize, t: TaskId) {
+        if self.has_task_groups() {
+            self.rqs[cpu].uclamp_tasks.retain(|&x| x != t);
+        }
+    }
+
     /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT; RT tasks
     /// ask for 1024 by default).
     pub fn rq_uclamp(&self, cpu: usize) -> crate::cpufreq::schedutil::Uclamp {
-        let rq = &self.rqs[cpu];
         let mut min = 0;
         let mut max = 0;
         let mut any = false;
-        let tasks = rq
-            .cfs_tasks
-            .iter()
-            .chain(rq.rt.queue.iter())
-            .chain(rq.curr.iter());
-        for &t in tasks {
+        for &t in &self.rqs[cpu].uclamp_tasks {
             let (lo, hi) = if self.is_rt(t) {
                 (1024, 1024)
             } else {

@@ -196,6 +196,7 @@ impl Sim {
     /// `activate_task()` → the class's `enqueue_task`.
     pub fn activate_task(&mut self, cpu: usize, t: TaskId, f: EnqFlags) {
         self.update_rq_clock(cpu);
+        self.uclamp_rq_inc(cpu, t);
         if self.is_rt(t) {
             self.enqueue_task_rt(cpu, t);
         } else {
@@ -205,6 +206,7 @@ impl Sim {
 
     /// `deactivate_task()` → the class's `dequeue_task`.
     pub fn deactivate_task(&mut self, cpu: usize, t: TaskId, sleep: bool, detach: bool) {
+        self.uclamp_rq_dec(cpu, t);
         if self.is_rt(t) {
             self.dequeue_task_rt(cpu, t);
         } else {
@@ -384,6 +386,7 @@ impl Sim {
     /// Move a queued, not running task between runqueues (load balancing, the stopper).
     pub fn move_queued_task(&mut self, t: TaskId, src: usize, dst: usize) {
         self.update_rq_clock(src);
+        self.uclamp_rq_dec(src, t);
         if self.is_rt(t) {
             self.dequeue_task_rt(src, t);
         } else {

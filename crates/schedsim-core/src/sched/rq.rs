@@ -98,6 +98,9 @@ pub struct Rq {
     /// Kernel work done in interrupt context while the CPU idled (a timer's wakeup and its
     /// placement): the next task this CPU runs starts after it.
     pub idle_kernel_cycles: f64,
+    /// Tasks counted in `rq->uclamp[]` (`uclamp_rq_inc` at enqueue, before the class sees the
+    /// task; `uclamp_rq_dec` at dequeue).
+    pub uclamp_tasks: Vec<super::task::TaskId>,
     /// Statistics.
     pub busy_ns: u64,
     pub idle_ns: u64,
@@ -142,6 +145,7 @@ impl Rq {
             idle_calls: 0,
             stopper: None,
             idle_kernel_cycles: 0.0,
+            uclamp_tasks: Vec::new(),
             busy_ns: 0,
             idle_ns: 0,
             last_state_change: 0,
