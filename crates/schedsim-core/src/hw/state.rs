@@ -49,6 +49,12 @@ pub struct HwState {
     pub cpu_depth: Vec<usize>,
     pub pkg_depth_count: Vec<Vec<u32>>,
     pub pkg_busy_cores: Vec<u32>,
+    /// Active cores and turbo ceiling when the package's domains were last all recomputed:
+    /// while both stay, a busy/idle change only moves its own domain.
+    pub pkg_last_active: Vec<u32>,
+    pub pkg_last_ceiling_khz: Vec<u64>,
+    /// Domains whose delivered frequency the last `refresh_package_from` changed.
+    pub changed_fds: Vec<usize>,
 }
 
 impl HwState {
@@ -75,6 +81,9 @@ impl HwState {
             cpu_depth: vec![0; ncpus],
             pkg_depth_count: Vec::new(),
             pkg_busy_cores: vec![0; npkg],
+            pkg_last_active: vec![u32::MAX; npkg],
+            pkg_last_ceiling_khz: vec![0; npkg],
+            changed_fds: Vec::new(),
         }
     }
 }
@@ -172,23 +181,15 @@ impl Sim {
         self.hw.pkg_energy_t[pkg] = self.now;
     }
 
-    /// Whether a busy/idle change on one CPU can change the frequency of others: turbo bins,
-    /// a shared domain coordinated over its active CPUs, or a package power limit.
-    fn change_is_package_wide(&self, cpu: usize) -> bool {
-        let fd = &self.fds[self.topo.cpus[cpu].freq_domain];
-        !fd.turbo_khz.is_empty() || (fd.cpus.len() > 1 && fd.coordination == "max-active")
-    }
-
-    /// Bring everything that a busy/idle change on `cpu` can affect up to now.
+    /// Bring what a busy/idle change on `cpu` changes at once up to now: the package's energy
+    /// and the CPUs of its core (their SMT share). CPUs of other domains are synced only if
+    /// their frequency moves (`refresh_package_from`).
     pub fn hw_sync_for(&mut self, cpu: usize) {
         let pkg = self.topo.cpus[cpu].package;
         self.sync_package(pkg);
-        let cpus: Vec<usize> = if self.change_is_package_wide(cpu) {
-            self.topo.package_cpus[pkg].clone()
-        } else {
-            self.topo.siblings(cpu).to_vec()
-        };
-        for s in cpus {
+        let core = self.topo.cpus[cpu].core;
+        for i in 0..self.topo.core_cpus[core].len() {
+            let s = self.topo.core_cpus[core][i];
             self.sync_cpu(s);
         }
     }
@@ -200,18 +201,20 @@ impl Sim {
         let pkg = self.topo.cpus[cpu].package;
         let fd = self.topo.cpus[cpu].freq_domain;
         self.refresh_core(core);
-        let freq_changed = self.refresh_package_from(pkg, Some(fd));
-        let targets = if freq_changed {
-            if self.fds[fd].turbo_khz.is_empty() {
-                self.fds[fd].cpus.clone()
-            } else {
-                self.topo.package_cpus[pkg].clone()
-            }
-        } else {
-            self.topo.core_cpus[core].clone()
-        };
-        for c in targets {
+        self.refresh_package_from(pkg, Some(fd));
+        // bursts change speed on this core (SMT share) and in every domain whose frequency moved
+        for i in 0..self.topo.core_cpus[core].len() {
+            let c = self.topo.core_cpus[core][i];
             self.rearm_burst(c);
+        }
+        for k in 0..self.hw.changed_fds.len() {
+            let f = self.hw.changed_fds[k];
+            for j in 0..self.fds[f].cpus.len() {
+                let c = self.fds[f].cpus[j];
+                if self.topo.cpus[c].core != core {
+                    self.rearm_burst(c);
+                }
+            }
         }
     }
 
@@ -314,13 +317,23 @@ impl Sim {
     /// has a turbo table (so nothing else depends on the active core count), only `fd` is
     /// recomputed.
     fn refresh_package_from(&mut self, pkg: usize, fd: Option<usize>) -> bool {
+        self.sync_package(pkg);
         let active = self.hw.pkg_active_cores[pkg] as usize;
         let ceiling = self.hw.pkg_ceiling_khz[pkg];
+        // turbo bins depend on the package's active core count (and the power-limit ceiling):
+        // while neither moved, only `fd` can change
+        let same_turbo_inputs = self.hw.pkg_last_active[pkg] == active as u32
+            && self.hw.pkg_last_ceiling_khz[pkg] == ceiling;
         let fds: Vec<usize> = match fd {
-            Some(f) if self.fds[f].turbo_khz.is_empty() => vec![f],
-            _ => self.hw.pkg_fds[pkg].clone(),
+            Some(f) if self.fds[f].turbo_khz.is_empty() || same_turbo_inputs => vec![f],
+            _ => {
+                self.hw.pkg_last_active[pkg] = active as u32;
+                self.hw.pkg_last_ceiling_khz[pkg] = ceiling;
+                self.hw.pkg_fds[pkg].clone()
+            }
         };
         let mut changed = false;
+        self.hw.changed_fds.clear();
         for i in fds {
             let target = self
                 .domain_target_khz(i)
@@ -328,7 +341,13 @@ impl Sim {
             self.fds[i].requested_khz = target;
             let d = self.fds[i].deliver(target, active).min(ceiling);
             if d != self.fds[i].delivered_khz {
+                // integrate the domain's CPUs at the old frequency first
+                for k in 0..self.fds[i].cpus.len() {
+                    let c = self.fds[i].cpus[k];
+                    self.sync_cpu(c);
+                }
                 self.fds[i].delivered_khz = d;
+                self.hw.changed_fds.push(i);
                 changed = true;
                 for c in self.fds[i].cpus.clone() {
                     let core = self.topo.cpus[c].core;
