@@ -3,7 +3,8 @@
 
 For seed 000 (x86 frequency invariance, kernel 5.2) this runs experiments/seed000-<machine>.toml,
 for seed 001 (CFS bandwidth timers) experiments/cfs-bandwidth-interleave-41abdba9.toml, for seed
-002 (EAS wake-up cost) experiments/eas-wakeup-eb92692b.toml, through the experiment API
+002 (EAS wake-up cost) experiments/eas-wakeup-eb92692b.toml, for seed 003 (HWP dynamic boost)
+experiments/hwp-boost-seed003.toml, through the experiment API
 (the same code as `schedsim compare`), reads the published cells transcribed in
 validation/seedNNN.toml, computes the simulated value of every cell and writes
 docs/validation.md (every cell: published, simulated, direction, |error|) and docs/validation.json
@@ -39,9 +40,10 @@ NEUTRAL_BAND = 0.02
 # --quick: what is reduced, applied to the parsed experiment file before it is checked.
 QUICK_REPEATS = 1
 QUICK_DURATION = {"tbench": ("1s", 0.25)}  # workload -> (duration, warmup_s)
-# Studies cheap enough to keep their repeats in --quick (their cells are means over random
-# timer phases, which one repeat would not represent).
-QUICK_KEEP_REPEATS = {"cfs-bandwidth-interleave-41abdba9"}
+# Studies cheap enough to keep their repeats in --quick: seed 001's cells are means over random
+# timer phases, which one repeat would not represent; seed 003's whole study takes well under a
+# minute, so it runs at full size.
+QUICK_KEEP_REPEATS = {"cfs-bandwidth-interleave-41abdba9", "hwp-boost-seed003"}
 
 
 # ---- scoring ------------------------------------------------------------------------------
@@ -362,7 +364,9 @@ def _sizes(exp: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one repeat, shorter tbench runs")
-    ap.add_argument("--seeds", default="000,001,002", help="seeds to validate (comma-separated)")
+    ap.add_argument(
+        "--seeds", default="000,001,002,003", help="seeds to validate (comma-separated)"
+    )
     ap.add_argument("--machines", default="skylake,broadwell,haswell", help="seed 000's machines")
     ap.add_argument("--jobs", "-j", type=int, default=None)
     ap.add_argument("--run-only", action="store_true", help="run the experiments, do not score")
@@ -380,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         "000": [ROOT / f"experiments/seed000-{m}.toml" for m in args.machines.split(",")],
         "001": [ROOT / "experiments/cfs-bandwidth-interleave-41abdba9.toml"],
         "002": [ROOT / "experiments/eas-wakeup-eb92692b.toml"],
+        "003": [ROOT / "experiments/hwp-boost-seed003.toml"],
     }
     seeds: dict[str, tuple[dict[str, Any], list[Cell]]] = {}
     studies = []
