@@ -418,3 +418,40 @@ fn group_uclamp_caps_and_boosts_schedutil() {
         "6.1 boosted light task at {boosted_old} MHz"
     );
 }
+
+#[test]
+fn the_slack_timer_hands_returned_runtime_to_a_throttled_cpu() {
+    // Hand-set state at t = 0 (the period timer expires at 100 ms): cpu1's cfs_rq of G is
+    // throttled 0.2 ms in debt, the pool holds 3 ms. cpu0's cfs_rq empties with 4.5 ms left:
+    // it returns 4.5 − 1 = 3.5 ms (pool 6.5 ms > the 5 ms slice), which starts the slack timer;
+    // 5 ms later the timer gives cpu1 its debt + 1 ns and unthrottles it.
+    let tasks = json!([{"name": "idle", "program": [{"op": "sleep", "ns": 1_000_000_000u64}]}]);
+    let groups = json!([{"path": "G", "quota_us": 20000}]);
+    let mut sim = Sim::new(cfg_with(
+        smp(2, 1, KHZ, false),
+        tasks,
+        groups,
+        "6.6",
+        250,
+        10.0,
+    ))
+    .unwrap();
+    let g = group(&sim, "G");
+    sim.tgs[g].cfs_b.runtime = 3 * MS;
+    sim.tgs[g].rqs[0].runtime_remaining = 4_500_000;
+    sim.tgs[g].rqs[1].runtime_remaining = -200_000;
+    sim.tgs[g].rqs[1].throttled = true;
+    sim.tgs[g].cfs_b.throttled_cpus = vec![1];
+    sim.return_cfs_rq_runtime(0, g);
+    assert_eq!(sim.tgs[g].rqs[0].runtime_remaining, MS as i64);
+    assert_eq!(sim.tgs[g].cfs_b.runtime, 6_500_000);
+    assert!(sim.tgs[g].cfs_b.slack_started);
+    sim.run().unwrap();
+    let b = &sim.tgs[g].cfs_b;
+    assert!(!sim.tgs[g].rqs[1].throttled, "cpu1 still throttled");
+    assert!(b.throttled_cpus.is_empty());
+    assert_eq!(sim.tgs[g].rqs[1].runtime_remaining, 1);
+    assert_eq!(b.runtime, 6_500_000 - 200_001);
+    // the throttled time runs from its (hand-set) start at 0 to the slack timer at 5 ms
+    assert_eq!(b.throttled_time, 5 * MS);
+}
