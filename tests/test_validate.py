@@ -174,3 +174,69 @@ def test_simulated_value_lookup():
     assert v.simulated_value(tables, c) == pytest.approx(1.25)
     c.op = "missing"
     assert math.isnan(v.simulated_value(tables, c))
+
+
+# seed 003: every published figure is an improvement in % of a rate metric, so the transcribed
+# ratio is 1 + p / 100 (validation/seed003.toml's header); hand-computed from the cover letter.
+SEED003_RATIOS = {
+    # benchmark: (metric, published %, ratio)
+    "dbench4": ("throughput_mb_s", 50.36, 1.5036),
+    "tiobench": ("throughput_mib_s", 10.35, 1.1035),
+    "fio": ("iops", 9.81, 1.0981),
+    "sqlite": ("txn_per_s", 15.76, 1.1576),
+    "x264": ("fps", 9.75, 1.0975),
+}
+
+
+def test_seed003_file():
+    seed, cells = v.load_published(ROOT / "validation/seed003.toml")
+    assert seed["id"] == "003"
+    assert all(c.machine == "skylake-sp-104" and c.config == "hwp-boost" for c in cells)
+    assert all(c.scored for c in cells)  # no absolute baselines: the letter gives only %
+    by = {c.benchmark: c for c in cells}
+    assert set(by) == set(SEED003_RATIOS) | {"specpower", "idle"}
+    for bench, (metric, pct, ratio) in SEED003_RATIOS.items():
+        c = by[bench]
+        assert c.published == pytest.approx(ratio, abs=1e-12)
+        assert c.published == pytest.approx(1 + pct / 100, abs=1e-12)
+        assert (c.section, c.metric, c.op, c.higher_is_better) == ("ratio", metric, "Gmean", True)
+        assert c.pub_dir == "better"
+    # read as a time, the same x264 speed-up would be the lower-is-better ratio 1 / 1.0975
+    assert 1 / by["x264"].published == pytest.approx(0.911162, abs=1e-6)
+    # "negligible" SpecPower (7382 vs 7378, order not stated) and unchanged idle power: "~"
+    assert v.direction(7378 / 7382, True) == v.direction(7382 / 7378, True) == "~"
+    spec, idle = by["specpower"], by["idle"]
+    assert (spec.published, spec.higher_is_better, spec.pub_dir) == (1.0, True, "~")
+    assert (idle.published, idle.higher_is_better, idle.pub_dir) == (1.0, False, "~")
+    assert (idle.section, idle.metric) == ("power", "avg_package_w")
+
+
+def test_seed003_experiment_parses():
+    from schedsim.experiment import Experiment
+
+    exp = Experiment.from_toml(ROOT / "experiments/hwp-boost-seed003.toml")
+    assert exp.name in v.QUICK_KEEP_REPEATS
+    assert [m.name for m in exp.machines] == ["skylake-sp-104"]
+    assert [c.name for c in exp.configs] == ["hwp", "hwp-boost"]  # the first is the baseline
+    for c, boost in zip(exp.configs, (0, 1), strict=True):
+        e = c.entry
+        assert (e.kernel, e.driver, e.governor) == ("4.19", "intel_pstate", "powersave")
+        assert e.tunables == {"intel_pstate.hwp_dynamic_boost": boost}
+    benches = {b.name: b for b in exp.benchmarks}
+    assert benches["dbench4"].values("skylake-sp-104") == [1]
+    assert benches["tiobench"].params == {"threads": 16}
+    assert len(benches["tiobench"].values("skylake-sp-104")) == 4  # the four tiobench phases
+    assert benches["fio"].params == {"jobs": 4, "rw": "randread", "bs_kb": 4}
+    assert benches["x264"].params["threads"] == 104
+    # every simulated cell of validation/seed003.toml names a benchmark and a metric it tabulates
+    _, cells = v.load_published(ROOT / "validation/seed003.toml")
+    for c in cells:
+        if c.benchmark in ("specpower", "idle"):
+            assert c.benchmark not in benches  # transcribed, not simulated
+            continue
+        assert c.metric in [m.name for m in benches[c.benchmark].metrics]
+    # both configs of a point share its seed (common random numbers)
+    seeds = {(s.benchmark, s.op, s.repeat): set() for s in exp.specs}
+    for s in exp.specs:
+        seeds[(s.benchmark, s.op, s.repeat)].add(s.seed)
+    assert all(len(x) == 1 for x in seeds.values())
