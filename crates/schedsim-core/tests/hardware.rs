@@ -300,3 +300,46 @@ fn idle_governors_pick_deeper_states_for_longer_idle_and_pay_their_exit_latency(
         .unwrap()
         .contains("menu, teo"));
 }
+
+#[test]
+fn the_uncore_follows_the_fastest_busy_core_not_an_idle_one() {
+    // Two cores with their own P-states (1 and 2 GHz). cpu1 runs at 2 GHz for 20 ms and exits;
+    // cpu0 stays busy, capped at 1 GHz. Afterwards the uncore draws its active power at
+    // 1000/2000 of the maximum, whatever cpu1's idle domain last delivered.
+    let mut m = smp(2, 1, 2_000_000, false);
+    let fd = |id: usize| {
+        json!({"granularity": "core", "base_khz": 2_000_000, "opps": [
+        {"khz": 1_000_000, "uv": 800_000}, {"khz": 2_000_000, "uv": 1_000_000}], "id": id})
+    };
+    m["freq_domains"] = json!([fd(0), fd(1)]);
+    for d in m["freq_domains"].as_array_mut().unwrap() {
+        d.as_object_mut().unwrap().remove("id");
+    }
+    m["cpus"][1]["freq_domain"] = json!(1);
+    let w = custom(
+        json!([
+            {"name": "b", "cpus": [0], "start_cpu": 0, "program": [{"op": "loop", "count": -1,
+                "body": [{"op": "run", "cycles": 1.0e6}]}]},
+            {"name": "a", "cpus": [1], "start_cpu": 1, "program": [
+                {"op": "run", "cycles": 4.0e7}, {"op": "exit"}]}
+        ]),
+        json!([]),
+    );
+    let mut cfg = config(m, w, "6.12", 60.0);
+    cfg.tunables
+        .insert("policy0.scaling_max_freq".into(), json!(1_000_000));
+    let sim = run(cfg);
+    assert!(
+        avg_busy_mhz(&sim, 1) > 1999.0,
+        "cpu1 ran at {}",
+        avg_busy_mhz(&sim, 1)
+    );
+    assert!(sim.rqs[1].curr.is_none());
+    let p = &sim.cfg.machine.power;
+    let expect = p.package_idle_mw + p.uncore_active_mw * 0.5;
+    assert!(
+        (sim.hw.pkg_uncore_mw[0] - expect).abs() < 1e-6,
+        "uncore {} mW, expected {expect} mW",
+        sim.hw.pkg_uncore_mw[0]
+    );
+}

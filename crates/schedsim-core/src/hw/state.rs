@@ -358,9 +358,14 @@ impl Sim {
             }
         }
         self.refresh_package_cstate(pkg);
-        let top = self.hw.pkg_fds[pkg]
+        // the uncore follows the fastest busy core; idle cores keep a stale request
+        let top = self.topo.package_cores[pkg]
             .iter()
-            .map(|&i| self.fds[i].delivered_khz)
+            .filter(|&&core| self.hw.core_busy[core] > 0)
+            .map(|&core| {
+                let c0 = self.topo.core_cpus[core][0];
+                self.fds[self.topo.cpus[c0].freq_domain].delivered_khz
+            })
             .max()
             .unwrap_or(0);
         let any_busy = self.hw.pkg_busy_cores[pkg] > 0;
