@@ -292,6 +292,25 @@ def render_markdown(
             f"| {s['name']} | {s['runs']} | {s['executed']} | {s['wall_s']:.0f} "
             f"| {s['run_s']:.0f} | {s['repeats']} | {s['sizes']} |"
         )
+    cv_rows = [
+        (s["name"], bench, cv)
+        for s in studies
+        if s["repeats"] > 1
+        for bench, cv in s.get("coeffvar", {}).items()
+    ]
+    if cv_rows:
+        lines += [
+            "",
+            "Convergence: the CoeffVar (%) of each point's repeats (every config and swept "
+            "value) for the benchmark's first metric. Small values mean the simulated duration "
+            "gives a converged mean; the repeats differ in their seed (placement, job lengths, "
+            "timer phases).",
+            "",
+            "| experiment | benchmark | points | median CoeffVar % | max CoeffVar % |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for name, bench, (n, med, mx) in cv_rows:
+            lines.append(f"| {name} | {bench} | {n} | {med:.2f} | {mx:.2f} |")
     if notes:
         lines += ["", notes.strip()]
     for sid, (seed, cells) in seeds.items():
@@ -335,6 +354,23 @@ def render_markdown(
                         f"| {_fmt(c.published)} | {_fmt(c.simulated)} | not scored | | |"
                     )
     return "\n".join(lines) + "\n"
+
+
+def _coeffvar(exp: Any, tables: Any) -> dict[str, tuple[int, float, float]]:
+    """Per benchmark: the number of points and the median and max CoeffVar (%) of its first
+    metric over every (config, swept value)."""
+    out: dict[str, tuple[int, float, float]] = {}
+    for b in exp.benchmarks:
+        t = tables[
+            (tables.benchmark == b.name)
+            & (tables.section == "metric")
+            & (tables.stat == "CoeffVar")
+            & (tables.metric == b.metrics[0].name)
+        ]
+        vals = [float(v) for v in t.value if not math.isnan(float(v))]
+        if vals:
+            out[b.name] = (len(vals), statistics.median(vals), max(vals))
+    return out
 
 
 def _headline_row(label: str, h: dict[str, Any]) -> str:
@@ -406,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                     "run_s": float(result.runs["sim.wall_s"].sum()),
                     "repeats": exp.repeats,
                     "sizes": _sizes(exp),
+                    "coeffvar": _coeffvar(exp, result.tables),
                 }
             )
             if args.run_only:
