@@ -412,6 +412,10 @@ def test_machines_unswept_benchmarks_and_options(varying_core, tmp_path) -> None
     assert not re.search(r"^SubHmean +tasks-1 .*\*", text, re.M)
     # the unswept benchmark has one op, named after its metric; lower is better: Amean
     assert re.search(r"^Amean +elapsed_s +\d", text, re.M)
+    # ... and its power and perf-per-watt rows are named after the benchmark
+    power = text.split("hackbench-pipes package power, W (skylake-8x)\n", 1)[1]
+    assert re.search(r"^Amean +hackbench-pipes +\d", power, re.M)
+    assert not re.search(r"^Amean +elapsed_s", power.split("\n\n", 1)[0], re.M)
     assert "t-test on the means gives p < 0.10" in text
     html = result.report(tmp_path / "r").read_text()
     assert html.count("<h2>") == 1 + 2 * 2  # configs + machines x benchmarks

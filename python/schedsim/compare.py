@@ -414,6 +414,7 @@ class ExperimentResult:
                             for row in table.rows:
                                 if row.op == ops[0]:
                                     row.op = metric.name
+                first_hw = len(tables)
                 tables.append(
                     mmtests.stats_table(
                         self.summaries[(m, bdef.name, "power")],
@@ -444,6 +445,13 @@ class ExperimentResult:
                 )
                 tables.append(self._turbostat_table(m, bdef, ops, meta))
                 tables.extend(self._select_profile_tables(m, bdef, ops, meta))
+                if bdef.param is None and bdef.label is None:
+                    # one op, named after the first metric: the power, perf-per-watt and
+                    # hardware tables name it after the benchmark instead
+                    for table in tables[first_hw:]:
+                        for row in table.rows:
+                            if row.op == ops[0]:
+                                row.op = bdef.name
         return tables
 
     def _profile_groups(self) -> list[list[str]]:
