@@ -147,6 +147,11 @@ def test_per_run_files_and_resume_after_interrupt(varying_core, exp_path, tmp_pa
     fresh = Experiment.from_toml(exp_path).run(jobs=1)
     pd.testing.assert_frame_equal(stable(resumed.runs), stable(fresh.runs))
     assert resumed.text() == fresh.text() == again.text()
+    # a stored sweep keeps no per-task lists in memory; a run's whole result comes from its file
+    spec = again.experiment.specs[3]
+    assert "tasks" not in again.results[spec.key]
+    assert again.result(spec).tasks.equals(fresh.result(spec).tasks)
+    assert len(fresh.result(spec).tasks) > 0
 
 
 def test_damaged_or_stale_files_are_rerun(varying_core, exp_path, tmp_path) -> None:

@@ -120,12 +120,16 @@ def run_experiment(
     check_backend(backend)
     results: dict[str, dict[str, Any]] = {}
     store = RunStore(out) if out is not None else None
+    # with a store, only the tables' inputs stay in memory: per-task lists of a big sweep
+    # (kernbench forks tens of thousands of processes per run) would not fit; `result()`
+    # reads a run's whole result back from its file
+    keep = _without_tasks if store is not None else (lambda r: r)
     if store is not None:
         store.clean()
         for spec in experiment.specs:
             stored = store.load(spec)
             if stored is not None:
-                results[spec.key] = stored
+                results[spec.key] = keep(stored)
     loaded = len(results)
     todo = [s for s in experiment.specs if s.key not in results]
     by_key = {s.key: s for s in todo}
@@ -139,7 +143,7 @@ def run_experiment(
             result = json.loads(text)
             if store is not None:
                 store.save(spec, result)
-            results[spec.key] = result
+            results[spec.key] = keep(result)
             executed += 1
             bar.advance()
     except RunConfigError as err:
@@ -156,6 +160,10 @@ def run_experiment(
             close()
         bar.stop()
     return ExperimentResult(experiment, results, executed=executed, loaded=loaded, out=out)
+
+
+def _without_tasks(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "tasks"}
 
 
 # ---- statistics over runs ------------------------------------------------------------------
@@ -259,7 +267,10 @@ class ExperimentResult:
     # ---- access ----------------------------------------------------------------------------
 
     def result(self, spec: RunSpec) -> RunResult:
-        return RunResult(self.results[spec.key], spec.sim_config)
+        data = self.results[spec.key]
+        if "tasks" not in data and self.out is not None:
+            data = RunStore(self.out).load(spec) or data
+        return RunResult(data, spec.sim_config)
 
     def _runs_of(self, machine: str, config: str, benchmark: str, op: str) -> list[dict[str, Any]]:
         return [self.results[s.key] for s in self._index[(machine, config, benchmark, op)]]
