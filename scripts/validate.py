@@ -301,10 +301,11 @@ def render_markdown(
     if cv_rows:
         lines += [
             "",
-            "Convergence: the CoeffVar (%) of each point's repeats (every config and swept "
-            "value) for the benchmark's first metric. Small values mean the simulated duration "
-            "gives a converged mean; the repeats differ in their seed (placement, job lengths, "
-            "timer phases).",
+            "Convergence: the CoeffVar (%) of each point's samples (every config and swept "
+            "value; MMTests' HCoeffVar for rates) for the benchmark's first metric: its repeats, "
+            "and for tbench and dbench their per-interval samples too. Small values mean the "
+            "simulated duration gives a converged mean; the repeats differ in their seed "
+            "(placement, job lengths, timer phases).",
             "",
             "| experiment | benchmark | points | median CoeffVar % | max CoeffVar % |",
             "|---|---|---:|---:|---:|",
@@ -364,7 +365,7 @@ def _coeffvar(exp: Any, tables: Any) -> dict[str, tuple[int, float, float]]:
         t = tables[
             (tables.benchmark == b.name)
             & (tables.section == "metric")
-            & (tables.stat == "CoeffVar")
+            & tables.stat.isin(["CoeffVar", "HCoeffVar"])
             & (tables.metric == b.metrics[0].name)
         ]
         vals = [float(v) for v in t.value if not math.isnan(float(v))]
