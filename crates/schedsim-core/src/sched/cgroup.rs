@@ -25,6 +25,10 @@ pub const ROOT_TG: GroupId = 0;
 /// `MIN_SHARES`: the smallest weight a group entity gets (user-visible units).
 pub const MIN_SHARES: u64 = 2;
 
+/// How often a CPU recomputes its group cfs_rqs' load sums (`update_tg_load_avg()` is rate
+/// limited to once per millisecond).
+pub const TG_LOAD_RATE_LIMIT_NS: u64 = 1_000_000;
+
 /// `cpu.weight` → `tg->shares`: 100 ⇔ 1024 (`sched_weight_from_cgroup`, rounded to nearest).
 pub fn weight_to_shares(weight: u32) -> u64 {
     (weight as u64 * NICE_0_LOAD + 50) / 100
@@ -246,29 +250,39 @@ impl Sim {
         if !self.has_task_groups() {
             return;
         }
-        let now = self.rqs[cpu].clock_pelt();
         let ng = self.tgs.len();
         let mut direct_weight = vec![0u64; ng];
-        let mut load_avg = vec![0u64; ng];
-        let members = self.tgs.iter().skip(1).flat_map(|g| g.members.iter());
-        for task in members.map(|&t| &self.tasks[t]) {
-            if task.cpu != cpu || task.se.avg.last_update_time == 0 {
-                continue;
-            }
-            if matches!(
-                task.policy,
-                super::task::Policy::Fifo | super::task::Policy::Rr
-            ) {
-                continue;
-            }
-            if task.se.on_rq {
+        for &t in &self.rqs[cpu].cfs_tasks {
+            let task = &self.tasks[t];
+            if task.tg != ROOT_TG {
                 direct_weight[task.tg] += task.own_weight;
             }
-            let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
-            let sum = pelt::decay_load(task.se.avg.load_sum, periods);
-            let own = task.own_weight * sum / task.se.avg.divider();
-            for x in self.tg_chain(task.tg) {
-                load_avg[x] += own;
+        }
+        // the group cfs_rqs' load sums, at most once per millisecond per CPU (the rate limit
+        // of `update_tg_load_avg()`)
+        let refresh_load = self.now >= self.rqs[cpu].tg_load_stamp + TG_LOAD_RATE_LIMIT_NS
+            || self.rqs[cpu].tg_load_stamp == 0;
+        let mut load_avg = vec![0u64; ng];
+        if refresh_load {
+            self.rqs[cpu].tg_load_stamp = self.now.max(1);
+            let now = self.rqs[cpu].clock_pelt();
+            let members = self.tgs.iter().skip(1).flat_map(|g| g.members.iter());
+            for task in members.map(|&t| &self.tasks[t]) {
+                if task.cpu != cpu || task.se.avg.last_update_time == 0 {
+                    continue;
+                }
+                if matches!(
+                    task.policy,
+                    super::task::Policy::Fifo | super::task::Policy::Rr
+                ) {
+                    continue;
+                }
+                let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
+                let sum = pelt::decay_load(task.se.avg.load_sum, periods);
+                let own = task.own_weight * sum / task.se.avg.divider();
+                for x in self.tg_chain(task.tg) {
+                    load_avg[x] += own;
+                }
             }
         }
         // children before parents: groups are created parents first
@@ -282,7 +296,9 @@ impl Sim {
             let tg = &mut self.tgs[g];
             let grq = &mut tg.rqs[cpu];
             grq.load_weight = direct_weight[g] + child_w;
-            grq.load_avg = load_avg[g];
+            if refresh_load {
+                grq.load_avg = load_avg[g];
+            }
             // update_tg_load_avg(): publish changes larger than 1/64
             let delta = grq.load_avg as i64 - grq.tg_load_avg_contrib as i64;
             if delta.unsigned_abs() > grq.tg_load_avg_contrib / 64 {

@@ -101,6 +101,8 @@ pub struct Rq {
     /// Tasks counted in `rq->uclamp[]` (`uclamp_rq_inc` at enqueue, before the class sees the
     /// task; `uclamp_rq_dec` at dequeue).
     pub uclamp_tasks: Vec<super::task::TaskId>,
+    /// When the group cfs_rqs' load sums were last recomputed on this CPU.
+    pub tg_load_stamp: Time,
     /// Statistics.
     pub busy_ns: u64,
     pub idle_ns: u64,
@@ -146,6 +148,7 @@ impl Rq {
             stopper: None,
             idle_kernel_cycles: 0.0,
             uclamp_tasks: Vec::new(),
+            tg_load_stamp: 0,
             busy_ns: 0,
             idle_ns: 0,
             last_state_change: 0,
