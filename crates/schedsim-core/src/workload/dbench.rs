@@ -289,17 +289,8 @@ impl Model for Dbench {
         Ok(CustomWorkload {
             tasks: vec![
                 TaskSpec {
-                    name: "dbench".into(),
                     instances: self.clients,
-                    nice: 0,
-                    policy: "SCHED_OTHER".into(),
-                    priority: 0,
-                    cpus: vec![],
-                    start: true,
-                    delay_ns: 0,
-                    start_cpu: None,
-                    cgroup: None,
-                    program: self.program(),
+                    ..TaskSpec::new("dbench", self.program())
                 },
                 jbd2,
             ],

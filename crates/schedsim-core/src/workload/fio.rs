@@ -91,17 +91,8 @@ pub(crate) fn int_or(
 /// A task template with the defaults every generated task uses.
 pub(crate) fn task(name: String, instances: u32, program: Vec<OpSpec>) -> TaskSpec {
     TaskSpec {
-        name,
         instances,
-        nice: 0,
-        policy: "SCHED_OTHER".into(),
-        priority: 0,
-        cpus: vec![],
-        start: true,
-        delay_ns: 0,
-        start_cpu: None,
-        cgroup: None,
-        program,
+        ..TaskSpec::new(name, program)
     }
 }
 

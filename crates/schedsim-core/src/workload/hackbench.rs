@@ -259,17 +259,8 @@ impl Hackbench {
 
     fn workload(&self) -> CustomWorkload {
         let task = |name: String, start: bool, program: Vec<OpSpec>| TaskSpec {
-            name,
-            instances: 1,
-            nice: 0,
-            policy: "SCHED_OTHER".into(),
-            priority: 0,
-            cpus: vec![],
             start,
-            delay_ns: 0,
-            start_cpu: None,
-            cgroup: None,
-            program,
+            ..TaskSpec::new(name, program)
         };
         let n = (2 * self.fds * self.groups) as usize;
         let mut tasks = Vec::with_capacity(n + 1);

@@ -393,19 +393,7 @@ pub(super) fn run_dist(dist: &Dist) -> OpSpec {
 }
 
 pub(super) fn start_task(name: &str, program: Vec<OpSpec>) -> TaskSpec {
-    TaskSpec {
-        name: name.into(),
-        instances: 1,
-        nice: 0,
-        policy: "SCHED_OTHER".into(),
-        priority: 0,
-        cpus: vec![],
-        start: true,
-        delay_ns: 0,
-        start_cpu: None,
-        cgroup: None,
-        program,
-    }
+    TaskSpec::new(name, program)
 }
 
 pub(super) fn child(name: &str, program: Vec<OpSpec>) -> TaskSpec {

@@ -85,17 +85,9 @@ impl Periodic {
         ];
         CustomWorkload {
             tasks: vec![TaskSpec {
-                name: "periodic".into(),
                 instances: self.tasks,
                 nice: self.nice,
-                policy: "SCHED_OTHER".into(),
-                priority: 0,
-                cpus: vec![],
-                start: true,
-                delay_ns: 0,
-                start_cpu: None,
-                cgroup: None,
-                program: vec![OpSpec::Loop { count: -1, body }],
+                ..TaskSpec::new("periodic", vec![OpSpec::Loop { count: -1, body }])
             }],
             channels: vec![],
         }

@@ -1279,17 +1279,14 @@ impl RtApp {
                 Sched::Rt(_, p) => (0, p),
             };
             specs.push(TaskSpec {
-                name: t.name.clone(),
                 instances: t.instances.max(1),
                 nice,
                 policy: t.sched.policy().into(),
                 priority,
                 cpus: t.cpus.clone(),
                 start: t.instances > 0,
-                delay_ns: 0,
-                start_cpu: None,
                 cgroup: t.taskgroup.clone(),
-                program,
+                ..TaskSpec::new(t.name.clone(), program)
             });
         }
         Ok(RtApp {

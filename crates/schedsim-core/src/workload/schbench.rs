@@ -519,17 +519,8 @@ impl Schbench {
         let mut tasks = Vec::new();
         let mut channels = Vec::new();
         let task = |name: String, instances: u32, program: Vec<OpSpec>| TaskSpec {
-            name,
             instances,
-            nice: 0,
-            policy: "SCHED_OTHER".into(),
-            priority: 0,
-            cpus: vec![],
-            start: true,
-            delay_ns: 0,
-            start_cpu: None,
-            cgroup: None,
-            program,
+            ..TaskSpec::new(name, program)
         };
         for m in 0..self.message_threads {
             tasks.push(task(msg_name(m), 1, self.msg_program(m)));

@@ -46,6 +46,26 @@ pub struct TaskSpec {
     pub program: Vec<OpSpec>,
 }
 
+impl TaskSpec {
+    /// One instance of `name` running `program` from the start, with every other key at its
+    /// default (SCHED_OTHER nice 0, any CPU, no delay, the parent's or the root cgroup).
+    pub fn new(name: impl Into<String>, program: Vec<OpSpec>) -> Self {
+        TaskSpec {
+            name: name.into(),
+            instances: one(),
+            nice: 0,
+            policy: default_policy(),
+            priority: 0,
+            cpus: Vec::new(),
+            start: yes(),
+            delay_ns: 0,
+            start_cpu: None,
+            cgroup: None,
+            program,
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }

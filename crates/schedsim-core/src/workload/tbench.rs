@@ -233,19 +233,7 @@ pub fn push_repeat(out: &mut Vec<OpSpec>, body: Vec<OpSpec>, n: usize) {
 }
 
 pub fn task(name: String, program: Vec<OpSpec>) -> TaskSpec {
-    TaskSpec {
-        name,
-        instances: 1,
-        nice: 0,
-        policy: "SCHED_OTHER".into(),
-        priority: 0,
-        cpus: vec![],
-        start: true,
-        delay_ns: 0,
-        start_cpu: None,
-        cgroup: None,
-        program,
-    }
+    TaskSpec::new(name, program)
 }
 
 impl Model for Tbench {
