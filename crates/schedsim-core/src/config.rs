@@ -62,6 +62,21 @@ pub struct CgroupSpec {
     pub uclamp_max: f64,
 }
 
+impl CgroupSpec {
+    /// A group with every cpu controller file at its default (what `mkdir` creates).
+    pub fn new(path: &str) -> Self {
+        CgroupSpec {
+            path: path.to_string(),
+            weight: default_cpu_weight(),
+            quota_us: None,
+            period_us: default_cfs_period_us(),
+            burst_us: 0,
+            uclamp_min: 0.0,
+            uclamp_max: default_uclamp_max(),
+        }
+    }
+}
+
 fn default_cpu_weight() -> u32 {
     100
 }

@@ -163,6 +163,8 @@ pub struct Sim {
     pub rng_cfs_bw: RngStream,
     /// Each program template's group, when it names one.
     pub program_tg: Vec<Option<crate::sched::cgroup::GroupId>>,
+    /// Some group sets `cpu.uclamp.*` (schedutil then applies the rq clamps).
+    pub uclamp_in_use: bool,
     pub samples: Vec<Sample>,
     last_sample: (Time, Vec<Counters>, f64, f64),
     pub events_popped: u64,
@@ -332,6 +334,7 @@ impl Sim {
             tgs: Vec::new(),
             rng_cfs_bw: RngStream::new(seed, "cfs_bw_timer"),
             program_tg: Vec::new(),
+            uclamp_in_use: false,
             samples: Vec::new(),
             last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
             events_popped: 0,
@@ -358,6 +361,7 @@ impl Sim {
             };
             sim.program_tg.push(tg);
         }
+        sim.uclamp_in_use = sim.uclamp_used();
         sim.spawn_initial_tasks()?;
         if let Some(end) = sim.end_time {
             sim.events.schedule(end, Ev::End);
@@ -414,7 +418,7 @@ impl Sim {
             | Ev::IdleExit { cpu } => cpu,
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
-            Ev::CfsPeriodTimer { tg } | Ev::CfsSlackTimer { tg } => self.cfs_timer_cpu(tg),
+            Ev::CfsPeriodTimer { .. } | Ev::CfsSlackTimer { .. } => 0,
             Ev::TaskStart { .. } | Ev::Sample | Ev::End => 0,
         };
         match ev {

@@ -608,7 +608,7 @@ impl Sim {
             bw_dl: 0,
             irq: 0,
             rt_runnable: self.rt_runnable(cpu),
-            uclamp: self.uclamp_used().then(|| self.rq_uclamp(cpu)),
+            uclamp: self.uclamp_in_use.then(|| self.rq_uclamp(cpu)),
             capacity: self.topo.cpus[cpu].capacity_orig,
         }
     }

@@ -11,7 +11,7 @@
 //!
 //! Simplifications: the old throttle model (the whole group cfs_rq leaves the CPU at `put_prev`,
 //! v5.x–v6.17), not the task-work throttle of the latest kernels; unthrottling on a remote CPU
-//! is immediate (no CSD latency); timer callbacks cost no CPU time.
+//! is immediate (no CSD latency); timer callbacks run on CPU 0 and cost no CPU time.
 
 use super::cgroup::{GroupId, ROOT_TG};
 use super::fair::EnqFlags;
@@ -259,55 +259,62 @@ impl Sim {
     /// `update_curr()`. Quota is charged in on-CPU time.
     pub fn account_cfs_rq_runtime(&mut self, cpu: usize, t: TaskId, delta_exec: u64) {
         let slice = self.cfs_bandwidth_slice();
-        for g in self.tg_chain(self.tasks[t].tg) {
+        let mut g = self.tasks[t].tg;
+        while g != ROOT_TG {
             self.tgs[g].usage_ns += delta_exec;
             let grq = &mut self.tgs[g].rqs[cpu];
-            if !grq.runtime_enabled {
-                continue;
+            if grq.runtime_enabled {
+                grq.runtime_remaining -= delta_exec as i64;
+                let out = grq.runtime_remaining <= 0 && !grq.throttled;
+                if out && !self.assign_cfs_rq_runtime(cpu, g, slice) {
+                    // throttled at the next put_prev
+                    self.resched_curr(cpu);
+                }
             }
-            grq.runtime_remaining -= delta_exec as i64;
-            if grq.runtime_remaining > 0 || grq.throttled {
-                continue;
-            }
-            if !self.assign_cfs_rq_runtime(cpu, g, slice) {
-                // throttled at the next put_prev
-                self.resched_curr(cpu);
-            }
+            g = self.tg_up(g);
         }
     }
 
     /// `check_cfs_rq_runtime()` from `put_prev_entity()`: throttle the levels that ran out.
     pub fn check_cfs_rq_runtime(&mut self, cpu: usize, t: TaskId) {
-        for g in self.tg_chain(self.tasks[t].tg) {
+        let mut g = self.tasks[t].tg;
+        while g != ROOT_TG {
             let grq = &self.tgs[g].rqs[cpu];
             if grq.runtime_enabled && grq.runtime_remaining <= 0 && !grq.throttled {
                 self.throttle_cfs_rq(cpu, g);
             }
+            g = self.tg_up(g);
         }
     }
 
     /// `check_enqueue_throttle()`: the first task enqueued into a group cfs_rq that has no
     /// runtime left throttles it at once.
     pub fn check_enqueue_throttle(&mut self, cpu: usize, t: TaskId) {
-        let slice = self.cfs_bandwidth_slice();
-        for g in self.tg_chain(self.tasks[t].tg) {
-            let grq = &self.tgs[g].rqs[cpu];
-            if !grq.runtime_enabled || grq.h_nr_running != 1 || grq.throttled {
-                continue;
-            }
-            let curr_inside = self.rqs[cpu]
-                .cfs
-                .curr
-                .is_some_and(|c| c != t && self.tgs_contains(g, c));
-            if curr_inside {
-                continue;
-            }
-            if grq.runtime_remaining <= 0 {
-                self.assign_cfs_rq_runtime(cpu, g, slice);
-            }
-            if self.tgs[g].rqs[cpu].runtime_remaining <= 0 {
-                self.throttle_cfs_rq(cpu, g);
-            }
+        let mut g = self.tasks[t].tg;
+        while g != ROOT_TG {
+            self.check_enqueue_throttle_level(cpu, t, g);
+            g = self.tg_up(g);
+        }
+    }
+
+    fn check_enqueue_throttle_level(&mut self, cpu: usize, t: TaskId, g: GroupId) {
+        let grq = &self.tgs[g].rqs[cpu];
+        if !grq.runtime_enabled || grq.h_nr_running != 1 || grq.throttled {
+            return;
+        }
+        let curr_inside = self.rqs[cpu]
+            .cfs
+            .curr
+            .is_some_and(|c| c != t && self.tgs_contains(g, c));
+        if curr_inside {
+            return;
+        }
+        if grq.runtime_remaining <= 0 {
+            let slice = self.cfs_bandwidth_slice();
+            self.assign_cfs_rq_runtime(cpu, g, slice);
+        }
+        if self.tgs[g].rqs[cpu].runtime_remaining <= 0 {
+            self.throttle_cfs_rq(cpu, g);
         }
     }
 
@@ -422,11 +429,5 @@ impl Sim {
         if b.quota.is_some() && b.runtime > slice {
             self.distribute_cfs_runtime(g);
         }
-    }
-
-    /// The CPU the period timer fires on (it is pinned where it was started; the first CPU
-    /// here).
-    pub fn cfs_timer_cpu(&self, _g: GroupId) -> usize {
-        0
     }
 }

@@ -188,15 +188,7 @@ impl Sim {
             sofar.push_str(part);
             g = match self.group_by_path(&sofar) {
                 Some(g) => g,
-                None => self.create_task_group(&CgroupSpec {
-                    path: sofar.clone(),
-                    weight: 100,
-                    quota_us: None,
-                    period_us: 100_000,
-                    burst_us: 0,
-                    uclamp_min: 0.0,
-                    uclamp_max: 100.0,
-                }),
+                None => self.create_task_group(&CgroupSpec::new(&sofar)),
             };
         }
         Ok(g)
@@ -207,39 +199,39 @@ impl Sim {
         self.tgs.len() > 1
     }
 
-    /// The group and its ancestors below the root, innermost first.
-    pub fn tg_chain(&self, g: GroupId) -> Vec<GroupId> {
-        let mut v = Vec::new();
-        let mut g = g;
-        while g != ROOT_TG {
-            v.push(g);
-            g = self.tgs[g].parent.unwrap_or(ROOT_TG);
-        }
-        v
+    /// The group's parent (the root for a top-level group and for the root itself).
+    pub fn tg_up(&self, g: GroupId) -> GroupId {
+        self.tgs[g].parent.unwrap_or(ROOT_TG)
+    }
+
+    /// The group and its ancestors below the root, innermost first (`for_each_sched_entity`).
+    /// Loops that change the groups walk with [`Sim::tg_up`] instead.
+    pub fn tg_ancestors(&self, g: GroupId) -> impl Iterator<Item = GroupId> + '_ {
+        std::iter::successors(Some(g), move |&x| Some(self.tg_up(x))).take_while(|&x| x != ROOT_TG)
     }
 
     /// The innermost throttled cfs_rq on the task's path to the root on `cpu`.
     pub fn throttled_ancestor(&self, g: GroupId, cpu: usize) -> Option<GroupId> {
-        self.tg_chain(g)
-            .into_iter()
+        self.tg_ancestors(g)
             .find(|&x| self.tgs[x].rqs[cpu].throttled)
     }
 
     /// `is_descendant`: `g` is `anc` or below it.
     pub fn tg_is_below(&self, g: GroupId, anc: GroupId) -> bool {
-        anc == ROOT_TG || self.tg_chain(g).contains(&anc)
+        anc == ROOT_TG || self.tg_ancestors(g).any(|x| x == anc)
     }
 
     /// Count a task entering (+1) or leaving (−1) the queued set on `cpu` at every level.
     pub fn account_group_nr_running(&mut self, cpu: usize, t: TaskId, enter: bool) {
-        let g = self.tasks[t].tg;
-        for x in self.tg_chain(g) {
-            let grq = &mut self.tgs[x].rqs[cpu];
+        let mut g = self.tasks[t].tg;
+        while g != ROOT_TG {
+            let grq = &mut self.tgs[g].rqs[cpu];
             if enter {
                 grq.h_nr_running += 1;
             } else {
                 grq.h_nr_running -= 1;
             }
+            g = self.tg_up(g);
         }
     }
 
@@ -280,7 +272,7 @@ impl Sim {
                 let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
                 let sum = pelt::decay_load(task.se.avg.load_sum, periods);
                 let own = task.own_weight * sum / task.se.avg.divider();
-                for x in self.tg_chain(task.tg) {
+                for x in self.tg_ancestors(task.tg) {
                     load_avg[x] += own;
                 }
             }
@@ -326,7 +318,7 @@ impl Sim {
     /// The task's weight as the root sees it: own weight × Π se_weight / load_weight.
     fn task_h_weight(&self, cpu: usize, t: TaskId) -> u64 {
         let mut w = self.tasks[t].own_weight as u128;
-        for g in self.tg_chain(self.tasks[t].tg) {
+        for g in self.tg_ancestors(self.tasks[t].tg) {
             let grq = &self.tgs[g].rqs[cpu];
             w = w * grq.se_weight as u128 / grq.load_weight.max(1) as u128;
         }
@@ -338,7 +330,7 @@ impl Sim {
     pub fn task_uclamp(&self, t: TaskId) -> (u64, u64) {
         let mut lo = 0u64;
         let mut hi = 1024u64;
-        for g in self.tg_chain(self.tasks[t].tg) {
+        for g in self.tg_ancestors(self.tasks[t].tg) {
             let tg = &self.tgs[g];
             lo = lo.clamp(tg.uclamp_min, tg.uclamp_max);
             hi = hi.min(tg.uclamp_max);
@@ -346,7 +338,8 @@ impl Sim {
         (lo.min(hi), hi)
     }
 
-    /// Whether any group sets a utilization clamp (the `sched_uclamp_used` static key).
+    /// Whether any group sets a utilization clamp (the `sched_uclamp_used` static key); kept
+    /// in `Sim::uclamp_in_use` once the groups exist.
     pub fn uclamp_used(&self) -> bool {
         self.tgs
             .iter()

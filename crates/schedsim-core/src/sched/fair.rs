@@ -498,8 +498,10 @@ impl Sim {
         let g = self.tasks[t].tg;
         if g != super::cgroup::ROOT_TG {
             self.account_group_nr_running(cpu, t, false);
-            for x in self.tg_chain(g) {
+            let mut x = g;
+            while x != super::cgroup::ROOT_TG {
                 self.return_cfs_rq_runtime(cpu, x);
+                x = self.tg_up(x);
             }
             self.update_cfs_group(cpu);
         }
@@ -515,8 +517,10 @@ impl Sim {
     /// Drop a held task from its throttled cfs_rq's list.
     fn unhold_task(&mut self, cpu: usize, t: TaskId) {
         self.tasks[t].throttled = false;
-        for g in self.tg_chain(self.tasks[t].tg) {
+        let mut g = self.tasks[t].tg;
+        while g != super::cgroup::ROOT_TG {
             self.tgs[g].rqs[cpu].held.retain(|&x| x != t);
+            g = self.tg_up(g);
         }
     }
 
