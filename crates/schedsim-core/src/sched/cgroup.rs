@@ -242,43 +242,16 @@ impl Sim {
         if !self.has_task_groups() {
             return;
         }
-        let ng = self.tgs.len();
-        let mut direct_weight = vec![0u64; ng];
-        for &t in &self.rqs[cpu].cfs_tasks {
-            let task = &self.tasks[t];
-            if task.tg != ROOT_TG {
-                direct_weight[task.tg] += task.own_weight;
-            }
-        }
+        self.sum_group_queued_weights(cpu);
         // the group cfs_rqs' load sums, at most once per millisecond per CPU (the rate limit
         // of `update_tg_load_avg()`)
-        let refresh_load = self.now >= self.rqs[cpu].tg_load_stamp + TG_LOAD_RATE_LIMIT_NS
-            || self.rqs[cpu].tg_load_stamp == 0;
-        let mut load_avg = vec![0u64; ng];
-        if refresh_load {
+        let stamp = self.rqs[cpu].tg_load_stamp;
+        if stamp == 0 || self.now >= stamp + TG_LOAD_RATE_LIMIT_NS {
             self.rqs[cpu].tg_load_stamp = self.now.max(1);
-            let now = self.rqs[cpu].clock_pelt();
-            let members = self.tgs.iter().skip(1).flat_map(|g| g.members.iter());
-            for task in members.map(|&t| &self.tasks[t]) {
-                if task.cpu != cpu || task.se.avg.last_update_time == 0 {
-                    continue;
-                }
-                if matches!(
-                    task.policy,
-                    super::task::Policy::Fifo | super::task::Policy::Rr
-                ) {
-                    continue;
-                }
-                let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
-                let sum = pelt::decay_load(task.se.avg.load_sum, periods);
-                let own = task.own_weight * sum / task.se.avg.divider();
-                for x in self.tg_ancestors(task.tg) {
-                    load_avg[x] += own;
-                }
-            }
+            self.sum_group_loads(cpu);
         }
         // children before parents: groups are created parents first
-        for g in (1..ng).rev() {
+        for g in (1..self.tgs.len()).rev() {
             let child_w: u64 = self.tgs[g]
                 .children
                 .iter()
@@ -287,30 +260,68 @@ impl Sim {
                 .sum();
             let tg = &mut self.tgs[g];
             let grq = &mut tg.rqs[cpu];
-            grq.load_weight = direct_weight[g] + child_w;
-            if refresh_load {
-                grq.load_avg = load_avg[g];
-            }
+            grq.load_weight += child_w;
             // update_tg_load_avg(): publish changes larger than 1/64
             let delta = grq.load_avg as i64 - grq.tg_load_avg_contrib as i64;
             if delta.unsigned_abs() > grq.tg_load_avg_contrib / 64 {
                 tg.load_avg = (tg.load_avg as i64 + delta).max(0) as u64;
                 grq.tg_load_avg_contrib = grq.load_avg;
             }
-            let (shares, total) = (tg.shares, tg.load_avg);
-            let w = calc_group_shares(shares, total, &tg.rqs[cpu]);
+            let w = calc_group_shares(tg.shares, tg.load_avg, &tg.rqs[cpu]);
             tg.rqs[cpu].se_weight = w;
         }
-        let queued: Vec<TaskId> = self.rqs[cpu]
-            .cfs_tasks
-            .iter()
-            .copied()
-            .filter(|&t| self.tasks[t].tg != ROOT_TG)
-            .collect();
-        for t in queued {
+        // reweighting leaves the CPU's task list as it is
+        for i in 0..self.rqs[cpu].cfs_tasks.len() {
+            let t = self.rqs[cpu].cfs_tasks[i];
+            if self.tasks[t].tg == ROOT_TG {
+                continue;
+            }
             let w = self.task_h_weight(cpu, t);
             if w != self.tasks[t].se.weight {
                 self.reweight_task_fair(cpu, t, w);
+            }
+        }
+    }
+
+    /// Each group cfs_rq's `load.weight` from the tasks queued directly in it on `cpu`.
+    fn sum_group_queued_weights(&mut self, cpu: usize) {
+        for g in 1..self.tgs.len() {
+            self.tgs[g].rqs[cpu].load_weight = 0;
+        }
+        for i in 0..self.rqs[cpu].cfs_tasks.len() {
+            let task = &self.tasks[self.rqs[cpu].cfs_tasks[i]];
+            let (g, w) = (task.tg, task.own_weight);
+            if g != ROOT_TG {
+                self.tgs[g].rqs[cpu].load_weight += w;
+            }
+        }
+    }
+
+    /// Each group cfs_rq's `load_avg` on `cpu`: the decayed loads, at their own weights, of the
+    /// fair tasks of its subtree attached to this CPU.
+    fn sum_group_loads(&mut self, cpu: usize) {
+        for g in 1..self.tgs.len() {
+            self.tgs[g].rqs[cpu].load_avg = 0;
+        }
+        let now = self.rqs[cpu].clock_pelt();
+        for g in 1..self.tgs.len() {
+            for k in 0..self.tgs[g].members.len() {
+                let task = &self.tasks[self.tgs[g].members[k]];
+                let rt = matches!(
+                    task.policy,
+                    super::task::Policy::Fifo | super::task::Policy::Rr
+                );
+                if task.cpu != cpu || task.se.avg.last_update_time == 0 || rt {
+                    continue;
+                }
+                let periods = now.saturating_sub(task.se.avg.last_update_time) >> 20;
+                let sum = pelt::decay_load(task.se.avg.load_sum, periods);
+                let own = task.own_weight * sum / task.se.avg.divider();
+                let mut x = g;
+                while x != ROOT_TG {
+                    self.tgs[x].rqs[cpu].load_avg += own;
+                    x = self.tg_up(x);
+                }
             }
         }
     }
