@@ -202,9 +202,12 @@ def load_experiment(path: Path, quick: bool):
     data = tomllib.loads(text)
     if quick:
         data = copy.deepcopy(data)
-        if data["experiment"]["name"] not in QUICK_KEEP_REPEATS:
+        keep = data["experiment"]["name"] in QUICK_KEEP_REPEATS
+        if not keep:
             data["experiment"]["repeats"] = QUICK_REPEATS
         for bench in data.get("benchmark", []):
+            if not keep and "repeats" in bench:
+                bench["repeats"] = min(bench["repeats"], QUICK_REPEATS)
             if bench["workload"] in QUICK_DURATION:
                 duration, warmup = QUICK_DURATION[bench["workload"]]
                 bench["duration"] = duration
@@ -394,7 +397,9 @@ def _sizes(exp: Any) -> str:
         vals = b.values(exp.machines[0].name)
         sweep = f"{b.param} {vals[0]}..{vals[-1]} ({len(vals)})" if b.param else "once"
         dur = f", {b.duration_ns / 1e9:g} s" if b.duration_ns else ""
-        parts.append(f"{b.name}: {sweep}{dur}")
+        reps = b.repeats(exp.repeats)
+        rep = f", {reps} repeat{'s' if reps > 1 else ''}" if reps != exp.repeats else ""
+        parts.append(f"{b.name}: {sweep}{dur}{rep}")
     return "; ".join(parts)
 
 

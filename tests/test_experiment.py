@@ -84,6 +84,31 @@ def test_plan(fake_core, tmp_path) -> None:
     assert len({s.key for s in exp.specs}) == len(exp.specs)
 
 
+def test_a_benchmark_can_set_its_own_repeats(fake_core, tmp_path) -> None:
+    text = BASE.replace('duration = "200ms"', 'duration = "200ms"\nrepeats = 1', 1)
+    text += textwrap.dedent(
+        """
+        [[benchmark]]
+        workload = "periodic"
+        name = "periodic-long"
+        param = "tasks"
+        values = [4]
+        duration = "300ms"
+        """
+    )
+    exp = load(tmp_path, text)
+    runs = {}
+    for s in exp.specs:
+        runs.setdefault((s.benchmark, s.config, s.op), []).append(s.repeat)
+    # the first benchmark overrides the experiment's 2 repeats; the second keeps them
+    assert runs[("periodic", "base", "tasks-1")] == [1]
+    assert runs[("periodic", "new", "tasks-2")] == [1]
+    assert runs[("periodic-long", "base", "tasks-4")] == [1, 2]
+    assert len(exp.specs) == 2 * 2 * 1 + 2 * 1 * 2
+    message = error(tmp_path, BASE.replace('duration = "200ms"', 'duration = "200ms"\nrepeats = 0'))
+    assert "benchmark[1] (periodic).repeats" in message
+
+
 def test_seeds_are_derived_from_the_experiment_seed_and_the_point(fake_core, tmp_path) -> None:
     exp = load(tmp_path, BASE)
     seeds = {(s.config, s.op, s.repeat): s.seed for s in exp.specs}

@@ -156,6 +156,7 @@ class BenchmarkEntry(_Strict):
     stride: StrideEntry | None = None
     params: dict[str, Scalar] = {}
     duration: str | None = None
+    repeats: int | None = Field(None, ge=1, le=10_000)
     metrics: list[str] | None = None
     prefer: dict[str, Literal["higher", "lower"]] = {}
     summarise: Literal[SUMMARY_TYPES] | None = None  # type: ignore[valid-type]
@@ -303,6 +304,10 @@ class BenchmarkDef:
 
     def values(self, machine: str) -> list[Any]:
         return self.values_by_machine[machine]
+
+    def repeats(self, experiment_repeats: int) -> int:
+        """The benchmark's own `repeats` if it gives one, else the experiment's."""
+        return self.entry.repeats or experiment_repeats
 
 
 def format_value(value: Any) -> str:
@@ -848,7 +853,7 @@ class Experiment:
                                 f"{self._where('config', ci)} × {self._where('benchmark', bi)}",
                                 str(err),
                             ) from None
-                        for repeat in range(1, exp.repeats + 1):
+                        for repeat in range(1, bdef.repeats(exp.repeats) + 1):
                             seed = run_seed(exp.seed, mdef.name, bdef.name, value, repeat)
                             sim = dict(base)
                             sim["seed"] = seed
