@@ -150,7 +150,16 @@ def test_seed000_file():
     assert k.published == pytest.approx(283.96 / 379.68)
     assert not k.higher_is_better
     assert all(c.machine in ("skylake-8x", "broadwell-80x", "haswell-48x") for c in cells)
-    assert sum(c.kind == "abs" for c in cells) == 9 + 8 + 1 + 9
+    # the rows of every benchmark in the summary tables, e.g. dbench4 and netperf-udp
+    d = by[("5.3.2 ratio, lower is better", "broadwell-80x", "dbench4", "Gmean", "pstate")]
+    assert d.published == 1.23 and not d.higher_is_better
+    u = by[("5.3.2 ratio, higher is better", "haswell-48x", "netperf-udp", "Gmean", "sugov-turbo1")]
+    assert u.published == 0.97 and u.higher_is_better
+    w = by[("5.3.4 package power W", "broadwell-80x", "pgbench-rw", "PkgWatt", "pstate")]
+    assert w.published == pytest.approx(60.83 / 68.30)
+    # absolute baselines, shown and not scored: tbench 9 + kernbench 8 + gitsource 1 detail
+    # rows, and 8 benchmarks' package watts on each of the 3 machines
+    assert sum(c.kind == "abs" for c in cells) == 9 + 8 + 1 + 3 * 8
 
 
 def test_simulated_value_lookup():
