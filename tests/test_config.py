@@ -162,6 +162,21 @@ def test_custom_workload_is_validated(fake_core) -> None:
         build_config("skylake-8x", bad, duration="10ms")
 
 
+def test_poll_ops_are_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    server = p.task("srv", p.loop(p.recv_any("q0", "q1"), p.run(1000), p.send_polled("r0", "r1")))
+    chans = [p.channel(c, capacity=1) for c in ("q0", "q1", "r0", "r1")]
+    good = p.custom_workload([server], channels=chans)
+    cfg = build_config("skylake-8x", good, duration="10ms")
+    body = cfg["workload"]["custom"]["tasks"][0]["program"][0]["body"]
+    assert body[0] == {"op": "recv_any", "chans": ["q0", "q1"]}
+    assert body[2] == {"op": "send_polled", "chans": ["r0", "r1"]}
+    empty = p.custom_workload([p.task("t", p.recv_any())], channels=chans)
+    with pytest.raises(ConfigError, match="custom workload"):
+        build_config("skylake-8x", empty, duration="10ms")
+
+
 def test_rt_app_file_must_exist(fake_core, monkeypatch) -> None:
     from schedsim import config as config_mod
 

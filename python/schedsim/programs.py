@@ -49,6 +49,18 @@ def recv(chan: str) -> Op:
     return {"op": "recv", "chan": chan}
 
 
+def recv_any(*chans: str) -> Op:
+    """poll() over the channels and read the first ready one (round-robin from the one after
+    the last served); blocks while all are empty."""
+    return {"op": "recv_any", "chans": list(chans)}
+
+
+def send_polled(*chans: str) -> Op:
+    """Send on the channel at the position the last `recv_any` served (reply on that
+    connection)."""
+    return {"op": "send_polled", "chans": list(chans)}
+
+
 def fork(task_name: str) -> Op:
     return {"op": "fork", "task": task_name}
 

@@ -157,6 +157,16 @@ class RecvOp(_Strict):
     chan: str
 
 
+class RecvAnyOp(_Strict):
+    op: Literal["recv_any"] = "recv_any"
+    chans: list[str] = Field(min_length=1)
+
+
+class SendPolledOp(_Strict):
+    op: Literal["send_polled"] = "send_polled"
+    chans: list[str] = Field(min_length=1)
+
+
 class ForkOp(_Strict):
     op: Literal["fork"] = "fork"
     task: str
@@ -272,6 +282,8 @@ OpSpec = Annotated[
     | IoOp
     | SendOp
     | RecvOp
+    | RecvAnyOp
+    | SendPolledOp
     | ForkOp
     | ExecOp
     | WaitOp

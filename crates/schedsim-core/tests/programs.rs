@@ -172,3 +172,105 @@ fn unlocking_a_mutex_not_held_is_an_error() {
     let e = sim.run().unwrap_err();
     assert!(e.contains("does not hold"), "{e}");
 }
+
+/// A server polling three request channels and three clients asking at 3, 1 and 2 ms.
+fn poll_clients_and_server(server_cycles_ms: f64) -> serde_json::Value {
+    let client = |i: usize, at_ms: f64| {
+        json!({"name": format!("c{i}"), "start_cpu": i + 1, "program": [
+            {"op": "sleep", "ns": (at_ms * 1e6) as u64},
+            {"op": "send", "chan": format!("req{i}")},
+            {"op": "recv", "chan": format!("rsp{i}")},
+            {"op": "mark", "name": format!("done{i}")}]})
+    };
+    let server = json!({"name": "srv", "start_cpu": 0, "program": [{"op": "loop", "count": 3, "body": [
+        {"op": "recv_any", "chans": ["req0", "req1", "req2"]},
+        {"op": "mark", "name": "served"},
+        {"op": "run", "cycles": cycles(server_cycles_ms, KHZ)},
+        {"op": "send_polled", "chans": ["rsp0", "rsp1", "rsp2"]}]}]});
+    let chans: Vec<_> = ["req0", "req1", "req2", "rsp0", "rsp1", "rsp2"]
+        .iter()
+        .map(|c| json!({"name": c, "capacity": 1}))
+        .collect();
+    custom(
+        json!([server, client(0, 3.0), client(1, 1.0), client(2, 2.0)]),
+        json!(chans),
+    )
+}
+
+fn mark_time(sim: &schedsim_core::Sim, name: &str) -> Vec<u64> {
+    let id = sim.compiled.marks.iter().position(|m| m == name).unwrap();
+    sim.marks
+        .iter()
+        .filter(|m| m.2 == id)
+        .map(|m| m.0)
+        .collect()
+}
+
+#[test]
+fn recv_any_serves_whichever_channel_is_ready_and_send_polled_answers_it() {
+    // 0.1 ms of service: each request is answered before the next arrives, in arrival order,
+    // and each reply reaches the client that asked (a reply on the wrong channel would end
+    // another client first, or leave one waiting for ever).
+    let sim = run(config(
+        smp_costless_poll(4),
+        poll_clients_and_server(0.1),
+        "6.12",
+        0.0,
+    ));
+    let done = |i: usize| mark_time(&sim, &format!("done{i}"));
+    for (i, at_ms) in [(0, 3.0), (1, 1.0), (2, 2.0)] {
+        let t = done(i);
+        assert_eq!(t.len(), 1, "client {i} done once");
+        let expect = ((at_ms + 0.1) * 1e6) as u64;
+        assert!(
+            (expect..expect + 20_000).contains(&t[0]),
+            "client {i}: {t:?} vs {expect}"
+        );
+    }
+    assert_eq!(mark_time(&sim, "served").len(), 3);
+}
+
+#[test]
+fn recv_any_scans_round_robin_after_the_last_served() {
+    // 1.5 ms of service: the request of 1 ms is served at once (until 2.5 ms); then req2
+    // (2 ms) and req0 (3 ms) are both waiting, and the scan starts after position 1, so req2
+    // goes first (2.5-4 ms) and req0 last (4-5.5 ms).
+    let sim = run(config(
+        smp_costless_poll(4),
+        poll_clients_and_server(1.5),
+        "6.12",
+        0.0,
+    ));
+    let end = |i: usize| mark_time(&sim, &format!("done{i}"))[0];
+    let near = |t: u64, ms: f64| (t as f64 - ms * 1e6).abs() < 30_000.0;
+    assert!(near(end(1), 2.5), "{}", end(1));
+    assert!(near(end(2), 4.0), "{}", end(2));
+    assert!(near(end(0), 5.5), "{}", end(0));
+}
+
+#[test]
+fn recv_any_channel_sets_are_checked() {
+    for (chans, expect) in [
+        (json!([]), "recv_any needs at least one channel"),
+        (json!(["a", "a"]), "recv_any lists channel 'a' twice"),
+        (json!(["a", "nope"]), "unknown channel 'nope'"),
+    ] {
+        let w = custom(
+            json!([{"name": "bad", "program": [{"op": "recv_any", "chans": chans}]}]),
+            json!([{"name": "a"}]),
+        );
+        let e = schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), w, "6.12", 0.0))
+            .err()
+            .expect("rejected");
+        assert!(e.contains(expect) && e.contains("task 'bad'"), "{e}");
+    }
+}
+
+/// CPUs that wake at once and charge no kernel work: times are the programs' own.
+fn smp_costless_poll(cores: usize) -> serde_json::Value {
+    let mut m = smp(cores, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    m
+}

@@ -95,6 +95,8 @@ impl Sim {
             burst: None,
             pending_overhead: 0.0,
             timer_next: None,
+            poll_served: 0,
+            poll_next: 0,
             live_children: 0,
             exited_children: 0,
             waiting_for_child: false,
@@ -844,6 +846,75 @@ impl Sim {
     }
 
     /// Execute one op. Returns true if the task continues at this instant.
+    /// `send`: add a message, or block while the channel is full; true if the task continues.
+    fn chan_send(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
+        let ch = &mut self.chans[chan];
+        if ch.count < ch.capacity {
+            ch.count += 1;
+            self.tasks[t].pc += 1;
+            if let Some(r) = self.chans[chan].receivers.pop_front() {
+                self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
+            }
+            true
+        } else {
+            ch.senders.push_back(t);
+            self.block_task(t, cpu, TaskState::Sleeping);
+            false
+        }
+    }
+
+    /// Take a message from `chan`, which holds one, and wake its first blocked sender.
+    fn chan_take(&mut self, cpu: usize, chan: usize) {
+        self.chans[chan].count -= 1;
+        if let Some(s) = self.chans[chan].senders.pop_front() {
+            self.try_to_wake_up(s, cpu, WakeFlags::default());
+        }
+    }
+
+    /// `recv`: take a message, or block while the channel is empty; true if the task continues.
+    fn chan_recv(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
+        if self.chans[chan].count > 0 {
+            self.tasks[t].pc += 1;
+            self.chan_take(cpu, chan);
+            true
+        } else {
+            self.chans[chan].receivers.push_back(t);
+            self.block_task(t, cpu, TaskState::Sleeping);
+            false
+        }
+    }
+
+    /// `recv_any`: `poll()` on every channel of the set, then read the first ready one in
+    /// round-robin order from the one after the last served. A blocked task waits on all of
+    /// them; whichever send wakes it first, it rescans, and it leaves no registration behind.
+    fn recv_any(&mut self, t: TaskId, cpu: usize, chans: &[usize]) -> bool {
+        for &c in chans {
+            self.chans[c].receivers.retain(|&r| r != t);
+        }
+        let n = chans.len();
+        let start = self.tasks[t].poll_next % n;
+        let ready = (0..n)
+            .map(|i| (start + i) % n)
+            .find(|&i| self.chans[chans[i]].count > 0);
+        match ready {
+            Some(i) => {
+                let task = &mut self.tasks[t];
+                task.pc += 1;
+                task.poll_served = i;
+                task.poll_next = i + 1;
+                self.chan_take(cpu, chans[i]);
+                true
+            }
+            None => {
+                for &c in chans {
+                    self.chans[c].receivers.push_back(t);
+                }
+                self.block_task(t, cpu, TaskState::Sleeping);
+                false
+            }
+        }
+    }
+
     fn step_op(&mut self, t: TaskId, cpu: usize) -> Result<bool, String> {
         use crate::workload::program::Op;
         let prog = self.tasks[t].program;
@@ -912,35 +983,12 @@ impl Sim {
                 self.sleep_until(t, cpu, next, TaskState::Sleeping);
                 Ok(false)
             }
-            Op::Send { chan } => {
-                let ch = &mut self.chans[chan];
-                if ch.count < ch.capacity {
-                    ch.count += 1;
-                    self.tasks[t].pc += 1;
-                    if let Some(r) = self.chans[chan].receivers.pop_front() {
-                        self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
-                    }
-                    Ok(true)
-                } else {
-                    ch.senders.push_back(t);
-                    self.block_task(t, cpu, TaskState::Sleeping);
-                    Ok(false)
-                }
-            }
-            Op::Recv { chan } => {
-                let ch = &mut self.chans[chan];
-                if ch.count > 0 {
-                    ch.count -= 1;
-                    self.tasks[t].pc += 1;
-                    if let Some(s) = self.chans[chan].senders.pop_front() {
-                        self.try_to_wake_up(s, cpu, WakeFlags::default());
-                    }
-                    Ok(true)
-                } else {
-                    ch.receivers.push_back(t);
-                    self.block_task(t, cpu, TaskState::Sleeping);
-                    Ok(false)
-                }
+            Op::Send { chan } => Ok(self.chan_send(t, cpu, chan)),
+            Op::Recv { chan } => Ok(self.chan_recv(t, cpu, chan)),
+            Op::RecvAny { chans } => Ok(self.recv_any(t, cpu, &chans)),
+            Op::SendPolled { chans } => {
+                let chan = chans[self.tasks[t].poll_served.min(chans.len() - 1)];
+                Ok(self.chan_send(t, cpu, chan))
             }
             Op::Fork { program } => {
                 self.tasks[t].pc += 1;

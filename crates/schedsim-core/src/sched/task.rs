@@ -169,6 +169,10 @@ pub struct Task {
     pub pending_overhead: f64,
     /// Next absolute activation of the periodic timer.
     pub timer_next: Option<Time>,
+    /// `recv_any`: the position in its channel set it served last (`send_polled` replies
+    /// there) and where its next scan starts.
+    pub poll_served: usize,
+    pub poll_next: usize,
     pub live_children: u32,
     pub exited_children: u32,
     pub waiting_for_child: bool,

@@ -1,7 +1,9 @@
 //! `pgbench-ro` and `pgbench-rw` (MMTests `config-db-pgbench-timed-{ro,rw}`, spec/workloads.md
 //! §9.1): a PostgreSQL server with one backend process per connection and `pgbench -c C -j J`
 //! client threads over TCP loopback (MMTests sets PGHOST=127.0.0.1). Every statement is one
-//! request/response between a client thread and its connection's backend.
+//! request/response between a client thread and its connection's backend. A client thread
+//! `poll()`s its connections (`recv_any`) and answers whichever result is ready first
+//! (`send_polled`), so a slow statement on one connection does not hold up the others.
 //!
 //! - `pgbench-ro` runs the built-in `select-only` script: one `SELECT abalance FROM
 //!   pgbench_accounts WHERE aid = :aid` per transaction.
@@ -179,7 +181,8 @@ impl Pgbench {
         let req = format!("pg-query-{i}");
         let rsp = format!("pg-result-{i}");
         let mut body = Vec::new();
-        for s in &self.script {
+        let last = self.script.len() - 1;
+        for (k, s) in self.script.iter().enumerate() {
             body.push(OpSpec::Recv { chan: req.clone() });
             // read the query, then reply after the statement's work
             body.push(OpSpec::Run {
@@ -207,6 +210,10 @@ impl Pgbench {
                 });
             }
             body.push(OpSpec::Send { chan: rsp.clone() });
+            if k == last {
+                // the transaction's last result is on its way to the client thread
+                body.push(OpSpec::Mark { name: "txn".into() });
+            }
         }
         vec![OpSpec::Loop { count: -1, body }]
     }
@@ -224,26 +231,24 @@ impl Pgbench {
                 chan: format!("pg-query-{i}"),
             });
         }
-        let mut body = Vec::new();
-        let last = self.script.len() - 1;
-        for s in 0..self.script.len() {
-            for i in self.connections(j) {
-                body.push(OpSpec::Recv {
-                    chan: format!("pg-result-{i}"),
-                });
-                if s == last {
-                    body.push(OpSpec::Mark { name: "txn".into() });
-                }
-                // take the result, then issue the connection's next statement
-                body.push(OpSpec::Run {
-                    cycles: self.sock.recv(self.result_bytes, 1) + issue,
-                    stall_ns: 0.0,
-                });
-                body.push(OpSpec::Send {
-                    chan: format!("pg-query-{i}"),
-                });
-            }
-        }
+        // then serve whichever connection has a result: poll() over its sockets, read the
+        // result, issue that connection's next statement
+        let results: Vec<String> = self
+            .connections(j)
+            .map(|i| format!("pg-result-{i}"))
+            .collect();
+        let queries: Vec<String> = self
+            .connections(j)
+            .map(|i| format!("pg-query-{i}"))
+            .collect();
+        let body = vec![
+            OpSpec::RecvAny { chans: results },
+            OpSpec::Run {
+                cycles: self.sock.recv(self.result_bytes, 1) + issue,
+                stall_ns: 0.0,
+            },
+            OpSpec::SendPolled { chans: queries },
+        ];
         prog.push(OpSpec::Loop { count: -1, body });
         prog
     }

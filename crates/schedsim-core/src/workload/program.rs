@@ -2,6 +2,7 @@
 //! resolved channel, template and mark indices, and loops turned into begin/end pairs.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
 
@@ -28,6 +29,13 @@ pub enum Op {
     },
     Recv {
         chan: usize,
+    },
+    /// The channel sets are shared (`Arc`): ops are cloned on every step.
+    RecvAny {
+        chans: Arc<[usize]>,
+    },
+    SendPolled {
+        chans: Arc<[usize]>,
     },
     Fork {
         program: usize,
@@ -170,6 +178,28 @@ impl Ctx<'_> {
         })
     }
 
+    /// A non-empty list of distinct declared channels.
+    fn chan_set(&self, names: &[String], op: &str) -> Result<Arc<[usize]>, String> {
+        if names.is_empty() {
+            return Err(format!(
+                "task '{}': {op} needs at least one channel",
+                self.task
+            ));
+        }
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let c = self.chan(n)?;
+            if out.contains(&c) {
+                return Err(format!(
+                    "task '{}': {op} lists channel '{n}' twice",
+                    self.task
+                ));
+            }
+            out.push(c);
+        }
+        Ok(out.into())
+    }
+
     fn template(&self, name: &str, op: &str) -> Result<usize, String> {
         self.templates.get(name).copied().ok_or_else(|| {
             format!(
@@ -215,6 +245,12 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
             },
             OpSpec::Recv { chan } => Op::Recv {
                 chan: ctx.chan(chan)?,
+            },
+            OpSpec::RecvAny { chans } => Op::RecvAny {
+                chans: ctx.chan_set(chans, "recv_any")?,
+            },
+            OpSpec::SendPolled { chans } => Op::SendPolled {
+                chans: ctx.chan_set(chans, "send_polled")?,
             },
             OpSpec::Fork { task } => Op::Fork {
                 program: *ctx.templates.get(task).ok_or_else(|| {
@@ -477,6 +513,9 @@ fn shift_op(
 ) {
     match op {
         Op::Send { chan } | Op::Recv { chan } => *chan += k * nc,
+        Op::RecvAny { chans } | Op::SendPolled { chans } => {
+            *chans = chans.iter().map(|c| c + k * nc).collect();
+        }
         Op::Fork { program } | Op::Resume { program } => *program += k * np,
         Op::Lock { mutex } | Op::Unlock { mutex } => *mutex += k * nm,
         Op::Barrier { barrier } => *barrier += k * nb,

@@ -124,6 +124,18 @@ pub enum OpSpec {
     Recv {
         chan: String,
     },
+    /// `poll()` over a set of channels, then a read of the first ready one: takes one message
+    /// from the first channel of `chans` that holds one, scanning round-robin from the one after
+    /// the last served; blocks while all are empty. Remembers which one it served for
+    /// `send_polled`.
+    RecvAny {
+        chans: Vec<String>,
+    },
+    /// `send` on the channel of `chans` at the position the task's last `recv_any` served
+    /// (a reply on the connection that was just read).
+    SendPolled {
+        chans: Vec<String>,
+    },
     /// Create a task from the named template; it starts on the placement of fork balancing.
     Fork {
         task: String,
