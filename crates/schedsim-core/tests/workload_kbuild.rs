@@ -187,6 +187,35 @@ fn kernbench_scales_its_serial_phases_with_the_object_count() {
 }
 
 #[test]
+fn kernbench_work_scale_scales_every_process_but_not_the_kernel_paths() {
+    let model = |scale: f64| {
+        schedsim_core::workload::kernbench::Kernbench::new(
+            &serde_json::from_value(json!({"jobs": 2, "objects": 40, "work_scale": scale}))
+                .unwrap(),
+            2,
+            7,
+        )
+        .unwrap()
+    };
+    // the same tree of objects (same seed), each compile a quarter as long
+    let (full, quarter) = (model(1.0), model(0.25));
+    assert!((quarter.compile_cycles() / full.compile_cycles() - 0.25).abs() < 1e-12);
+    // at a fixed 3 GHz on 1 CPU without kernel costs the build is all work: the link, the
+    // prepare phase and the bookkeeping shrink with it, so the elapsed time is a quarter too
+    let elapsed = |scale: f64| {
+        let sim = run(config(
+            smp(1, 1, KHZ, false),
+            kernbench(json!({"jobs": 1, "objects": 40, "work_scale": scale})),
+            "6.12",
+            0.0,
+        ));
+        metric(&sim, "elapsed_s")
+    };
+    let (a, b) = (elapsed(1.0), elapsed(0.25));
+    assert!((b / a - 0.25).abs() < 0.01, "{a} s vs {b} s");
+}
+
+#[test]
 fn kernbench_is_deterministic_and_the_seed_draws_the_tree() {
     let cfg = |seed: u64| {
         let mut c = config(
@@ -213,6 +242,8 @@ fn kernbench_and_gitsource_reject_bad_parameters() {
     };
     let e = err(kernbench(json!({"jobs": 0})));
     assert!(e.contains("jobs") && e.contains("1..=4096"), "{e}");
+    let e = err(kernbench(json!({"work_scale": 0.0})));
+    assert!(e.contains("work_scale"), "{e}");
     let e = err(kernbench(json!({"objects": 0})));
     assert!(e.contains("objects") && e.contains("1..=100000"), "{e}");
     let e = err(kernbench(json!({"jobs": 2.5})));

@@ -60,6 +60,7 @@ pub fn info() -> WorkloadInfo {
         params: vec![
             ParamInfo { name: "jobs", default: serde_json::Value::String("nr_cpus".into()), description: "make -jN: jobserver tokens (default: the machine's CPU count)" },
             ParamInfo { name: "objects", default: 3450.into(), description: "compile jobs; below 3450 the whole build is scaled by objects/3450 (prepare and link phases too), a proportional miniature" },
+            ParamInfo { name: "work_scale", default: 1.0.into(), description: "every process's own work relative to the measured 6.1 defconfig recipes (another kernel version or compiler): 0.5 makes each compile half as long" },
         ],
         metrics: vec!["elapsed_s", "user_s", "sys_s", "prepare_s", "link_s", "compile_jobs", "processes"],
         primary: "elapsed_s",
@@ -84,6 +85,8 @@ pub struct Kernbench {
     pub scale: f64,
     /// Objects per directory, in directory order.
     pub dirs: Vec<u32>,
+    /// Cycles per second of reference-machine time, times `work_scale`.
+    hz: f64,
     objs: Vec<Object>,
 }
 
@@ -91,10 +94,6 @@ pub struct Kernbench {
 fn ref_hz() -> f64 {
     let c = consts();
     c.get("ref_clock_mhz") * 1e6 * c.get("ref_ipc_ratio")
-}
-
-fn ms(key: &str) -> f64 {
-    consts().get(key) * 1e-3 * ref_hz()
 }
 
 impl Kernbench {
@@ -107,12 +106,13 @@ impl Kernbench {
         let jobs = p.int("jobs", nr_cpus as i64, 1, 4096)? as u32;
         let full = consts().get("defconfig_objects");
         let objects = p.int("objects", full as i64, 1, 100_000)? as u32;
-        Ok(Self::build_tree(jobs, objects, seed))
+        let work_scale = p.f64("work_scale", 1.0, 0.01, 100.0)?;
+        Ok(Self::build_tree(jobs, objects, work_scale, seed))
     }
 
-    fn build_tree(jobs: u32, objects: u32, seed: u64) -> Self {
+    fn build_tree(jobs: u32, objects: u32, work_scale: f64, seed: u64) -> Self {
         let c = consts();
-        let hz = ref_hz();
+        let hz = ref_hz() * work_scale;
         let mut rng = RngStream::new(seed, "kernbench-tree");
         let (mu, sigma) = (c.get("cc_mu"), c.get("cc_sigma"));
         let objs = (0..objects)
@@ -139,6 +139,7 @@ impl Kernbench {
             objects,
             scale: objects as f64 / c.get("defconfig_objects"),
             dirs,
+            hz,
             objs,
         }
     }
@@ -148,9 +149,14 @@ impl Kernbench {
         self.objs.iter().map(|o| o.cc1 + o.asm + o.objtool).sum()
     }
 
+    /// Cycles of `key` (ms at the reference machine).
+    fn ms(&self, key: &str) -> f64 {
+        consts().get(key) * 1e-3 * self.hz
+    }
+
     fn workload(&self) -> CustomWorkload {
         let c = consts();
-        let hz = ref_hz();
+        let hz = self.hz;
         let s = self.scale;
         let mut tasks = Vec::new();
         let bk_dist = Dist::LogNormal {
@@ -158,8 +164,8 @@ impl Kernbench {
             sigma: c.get("bookkeeping_sigma"),
             scale: hz,
         };
-        let make_work = ms("make_work_per_object_ms");
-        let sh_work = ms("sh_work_ms");
+        let make_work = self.ms("make_work_per_object_ms");
+        let sh_work = self.ms("sh_work_ms");
 
         // --- the top-level make: tokens, prepare, directories, link ---
         let mut top = vec![mark("start")];
@@ -266,8 +272,8 @@ impl Kernbench {
             ]);
             tasks.push(child(&format!("dir{d}"), prog));
         }
-        tasks.push(process("ar", "ar", run(ms("ar_work_ms"))));
-        tasks.push(process("fixdep", "fixdep", run(ms("fixdep_work_ms"))));
+        tasks.push(process("ar", "ar", run(self.ms("ar_work_ms"))));
+        tasks.push(process("fixdep", "fixdep", run(self.ms("fixdep_work_ms"))));
         tasks.push(process("bk", "sh", run_dist(&bk_dist)));
 
         // --- link: scripts/link-vmlinux.sh and its steps, one after another ---
@@ -341,7 +347,7 @@ impl Kernbench {
         tasks.push(child(&format!("job{i}"), job));
         let gcc = vec![
             OpSpec::Exec { comm: "gcc".into() },
-            run(ms("gcc_driver_work_ms")),
+            run(self.ms("gcc_driver_work_ms")),
             OpSpec::Fork {
                 task: format!("cc1_{i}"),
             },
