@@ -177,6 +177,16 @@ fn kernbench_scales_its_serial_phases_with_the_object_count() {
         ))
     };
     let (a, b) = (run_n(20), run_n(40));
+    // link_scale scales the link alone
+    let half = run(config(
+        smp(2, 1, KHZ, true),
+        kernbench(json!({"jobs": 2, "objects": 40, "link_scale": 0.5})),
+        "6.12",
+        0.0,
+    ));
+    let (l, l2) = (metric(&b, "link_s"), metric(&half, "link_s"));
+    assert!((l2 / l - 0.5).abs() < 0.03, "link {l} s, at 0.5: {l2} s");
+    assert!((metric(&half, "prepare_s") / metric(&b, "prepare_s") - 1.0).abs() < 0.05);
     // the link is fixed work scaled by objects/3450: 58.8 Gcycles at full size
     let link = |objects: f64| 58.8e9 * objects / 3450.0 / (KHZ as f64 * 1e3);
     for (sim, n) in [(&a, 20.0), (&b, 40.0)] {
