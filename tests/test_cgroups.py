@@ -617,8 +617,8 @@ def test_cgroups_are_part_of_the_run_key(fake_core, tmp_path) -> None:
         (
             ('run_in = ["top/cg1", "top/cg2"]', 'run_in = ["top/cg1"]\nrun-in = ["x"]'),
             "benchmark[1] (periodic): unknown key 'run-in'; allowed: workload, name, param, "
-            "values, stride, params, duration, metrics, prefer, summarise, decimals, label, "
-            "cgroups, run_in",
+            "values, stride, params, duration, repeats, metrics, prefer, summarise, decimals, "
+            "label, cgroups, run_in",
         ),
     ],
 )
