@@ -326,3 +326,45 @@ fn a_timer_wakeup_on_an_idle_cpu_delays_the_task_by_the_interrupts_kernel_work()
     let want = 100.0 * (4_000.0 + 6_000.0) + 6_000.0;
     assert!((charged - bare - want).abs() < 10.0, "{charged} vs {bare}");
 }
+
+/// Two nodes of two CPUs: a busy parent on CPU 0 forks a child.
+fn fork_from_a_busy_node(kernel: &str) -> usize {
+    let mut m = smp(4, 1, 2_000_000, false);
+    for c in 2..4 {
+        m["cpus"][c]["node"] = json!(1);
+        m["cpus"][c]["package"] = json!(1);
+        m["cpus"][c]["llc"] = json!(1);
+    }
+    let w = custom(
+        json!([
+            {"name": "parent", "start_cpu": 0, "program": [
+                {"op": "run", "cycles": cycles(100.0, 2_000_000)},
+                {"op": "fork", "task": "child"},
+                {"op": "wait"}]},
+            {"name": "child", "start": false, "program": [
+                {"op": "run", "cycles": cycles(10.0, 2_000_000)}]}
+        ]),
+        json!([]),
+    );
+    let sim = run(config(m, w, kernel, 0.0));
+    sim.tasks
+        .iter()
+        .find(|t| sim.compiled.programs[t.program].name == "child")
+        .expect("child")
+        .cpu
+}
+
+#[test]
+fn fork_balancing_before_5_5_leaves_a_loaded_node() {
+    // v5.2 find_idlest_group(): node 0's runnable load after 100 ms of the parent is ~0.9 x 1024,
+    // ~460 per 1024 of the node's capacity; node 1 has none. Across NUMA the local node is kept
+    // only if remote + imbalance (1024 x 25 % = 256) >= local: 256 < 460, so the child goes to
+    // node 1. From v5.5 a local node with an idle CPU and fewer than two running tasks keeps it.
+    let old = fork_from_a_busy_node("5.2");
+    assert!(old >= 2, "5.2: child on CPU {old}, expected node 1");
+    let new = fork_from_a_busy_node("6.12");
+    assert_eq!(
+        new, 1,
+        "6.12: child on CPU {new}, expected node 0's idle CPU"
+    );
+}

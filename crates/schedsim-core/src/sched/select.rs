@@ -292,11 +292,15 @@ impl Sim {
         if !span.iter().any(|&c| self.tasks[p].allowed(c)) {
             return prev;
         }
-        let _ = sd_flag;
         let mut cpu = cpu;
         let mut level = Some(lvl);
         while let Some(l) = level {
-            let Some(group) = self.find_idlest_group(cpu, l, p) else {
+            let idlest = if self.prof.find_idlest_by_load {
+                self.find_idlest_group_by_load(cpu, l, p, sd_flag)
+            } else {
+                self.find_idlest_group(cpu, l, p)
+            };
+            let Some(group) = idlest else {
                 level = l.checked_sub(1);
                 continue;
             };
@@ -417,6 +421,82 @@ impl Sim {
         Some(sd.groups[gi].clone())
     }
 
+    /// `find_idlest_group()` before v5.5: the group with the least runnable load (ties within
+    /// `imbalance` broken by the blocked load in `avg_load`), or for exec balancing the one with
+    /// the most spare capacity; the local group is kept unless the other is clearly better, and
+    /// across NUMA nodes unless the local runnable load exceeds the remote one by `imbalance`.
+    fn find_idlest_group_by_load(
+        &self,
+        cpu: usize,
+        lvl: usize,
+        p: TaskId,
+        sd_flag: SdFlag,
+    ) -> Option<Vec<usize>> {
+        let sd = &self.domains[cpu][lvl];
+        let pct = sd.imbalance_pct as u64;
+        let imbalance_scale = 100 + (pct - 100) / 2;
+        let imbalance = 1024 * (pct - 100) / 100;
+        let (mut min_runnable, mut min_avg) = (u64::MAX, u64::MAX);
+        let (mut this_runnable, mut this_avg, mut this_spare) = (u64::MAX, u64::MAX, 0);
+        let mut idlest: Option<usize> = None;
+        let (mut most_spare, mut most_spare_sg) = (0, None);
+        for (gi, g) in sd.groups.iter().enumerate() {
+            if !g.iter().any(|&c| self.tasks[p].allowed(c)) {
+                continue;
+            }
+            let (mut runnable, mut avg, mut max_spare, mut capacity) = (0u64, 0u64, 0u64, 0u64);
+            for &c in g {
+                runnable += self.rqs[c].cfs.avg.runnable_avg;
+                avg += self.rqs[c].cfs.avg.load_avg;
+                // capacity_spare_without(): the capacity left with p taken off c
+                let util = self.cpu_util(c, Some(p), None, false);
+                max_spare = max_spare.max(self.capacity_of(c).saturating_sub(util));
+                capacity += self.capacity_of(c);
+            }
+            let capacity = capacity.max(1);
+            let (avg, runnable) = (avg * 1024 / capacity, runnable * 1024 / capacity);
+            if cpu_in(g, cpu) {
+                (this_runnable, this_avg, this_spare) = (runnable, avg, max_spare);
+                continue;
+            }
+            if min_runnable > runnable.saturating_add(imbalance) {
+                // the runnable load is clearly smaller
+                (min_runnable, min_avg, idlest) = (runnable, avg, Some(gi));
+            } else if runnable < min_runnable.saturating_add(imbalance)
+                && 100 * min_avg as u128 > imbalance_scale as u128 * avg as u128
+            {
+                // close runnable loads: the blocked load decides
+                (min_avg, idlest) = (avg, Some(gi));
+            }
+            if most_spare < max_spare {
+                (most_spare, most_spare_sg) = (max_spare, Some(gi));
+            }
+        }
+        // a forked task has no utilization yet: spare capacity is for exec balancing
+        if sd_flag != SdFlag::Fork {
+            let half_util = self.task_util(p) / 2;
+            if this_spare > half_util && imbalance_scale * this_spare > 100 * most_spare {
+                return None;
+            }
+            if most_spare > half_util {
+                return most_spare_sg.map(|gi| sd.groups[gi].clone());
+            }
+        }
+        let gi = idlest?;
+        if sd.numa && min_runnable.saturating_add(imbalance) >= this_runnable {
+            return None;
+        }
+        if min_runnable > this_runnable.saturating_add(imbalance) {
+            return None;
+        }
+        if this_runnable < min_runnable.saturating_add(imbalance)
+            && (100 * this_avg as u128) < imbalance_scale as u128 * min_avg as u128
+        {
+            return None;
+        }
+        Some(sd.groups[gi].clone())
+    }
+
     /// `find_idlest_group_cpu()`: the idle CPU in the shallowest idle state (most recently
     /// idled on ties), else the least loaded.
     fn find_idlest_group_cpu(&self, group: &[usize], p: TaskId, this_cpu: usize) -> usize {
@@ -451,4 +531,8 @@ impl Sim {
             .or(least.map(|l| l.1))
             .unwrap_or(this_cpu)
     }
+}
+
+fn cpu_in(group: &[usize], cpu: usize) -> bool {
+    group.contains(&cpu)
 }

@@ -52,6 +52,9 @@ pub struct KernelProfile {
     pub runnable_boost: bool,
     /// EEVDF base slice, unscaled (0.75 ms; 0.70 ms from v6.15).
     pub base_slice_ns: u64,
+    /// `find_idlest_group()` compares runnable and blocked load (and spare capacity for exec)
+    /// as before v5.5; from v5.5 (57abff067a08) it classifies groups like the load balancer.
+    pub find_idlest_by_load: bool,
     /// Load-balance busy_factor (32 before v5.10, then 16).
     pub busy_factor: u32,
     /// imbalance_pct above the LLC (125 before v5.10, then 117).
@@ -138,6 +141,7 @@ impl KernelProfile {
             pelt_runnable_weighted: !at_least(5, 7),
             runnable_boost: at_least(6, 5),
             base_slice_ns: if at_least(6, 15) { 700_000 } else { 750_000 },
+            find_idlest_by_load: !at_least(5, 5),
             busy_factor: if at_least(5, 10) { 16 } else { 32 },
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
             cfs_bw_interleave: at_least(6, 4),
