@@ -274,3 +274,23 @@ fn smp_costless_poll(cores: usize) -> serde_json::Value {
     ]);
     m
 }
+
+#[test]
+fn send_polled_with_a_shorter_list_than_recv_any_is_an_error() {
+    // the request on position 2 is served; the reply list has only one channel for it
+    let w = custom(
+        json!([
+            {"name": "c", "program": [{"op": "send", "chan": "q2"}]},
+            {"name": "srv", "program": [
+                {"op": "recv_any", "chans": ["q1", "q2"]},
+                {"op": "send_polled", "chans": ["r1"]}]}
+        ]),
+        json!([{"name": "q1"}, {"name": "q2"}, {"name": "r1"}]),
+    );
+    let mut sim = schedsim_core::Sim::new(config(smp(2, 1, KHZ, false), w, "6.12", 0.0)).unwrap();
+    let e = sim.run().unwrap_err();
+    assert!(
+        e.contains("send_polled lists 1 channels") && e.contains("position 2"),
+        "{e}"
+    );
+}

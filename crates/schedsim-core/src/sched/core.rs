@@ -97,6 +97,7 @@ impl Sim {
             timer_next: None,
             poll_served: 0,
             poll_next: 0,
+            poll_waiting: false,
             live_children: 0,
             exited_children: 0,
             waiting_for_child: false,
@@ -845,7 +846,6 @@ impl Sim {
         self.force_rearm(cpu);
     }
 
-    /// Execute one op. Returns true if the task continues at this instant.
     /// `send`: add a message, or block while the channel is full; true if the task continues.
     fn chan_send(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
         let ch = &mut self.chans[chan];
@@ -888,8 +888,10 @@ impl Sim {
     /// round-robin order from the one after the last served. A blocked task waits on all of
     /// them; whichever send wakes it first, it rescans, and it leaves no registration behind.
     fn recv_any(&mut self, t: TaskId, cpu: usize, chans: &[usize]) -> bool {
-        for &c in chans {
-            self.chans[c].receivers.retain(|&r| r != t);
+        if std::mem::take(&mut self.tasks[t].poll_waiting) {
+            for &c in chans {
+                self.chans[c].receivers.retain(|&r| r != t);
+            }
         }
         let n = chans.len();
         let start = self.tasks[t].poll_next % n;
@@ -909,12 +911,14 @@ impl Sim {
                 for &c in chans {
                     self.chans[c].receivers.push_back(t);
                 }
+                self.tasks[t].poll_waiting = true;
                 self.block_task(t, cpu, TaskState::Sleeping);
                 false
             }
         }
     }
 
+    /// Execute one op. Returns true if the task continues at this instant.
     fn step_op(&mut self, t: TaskId, cpu: usize) -> Result<bool, String> {
         use crate::workload::program::Op;
         let prog = self.tasks[t].program;
@@ -987,7 +991,15 @@ impl Sim {
             Op::Recv { chan } => Ok(self.chan_recv(t, cpu, chan)),
             Op::RecvAny { chans } => Ok(self.recv_any(t, cpu, &chans)),
             Op::SendPolled { chans } => {
-                let chan = chans[self.tasks[t].poll_served.min(chans.len() - 1)];
+                let i = self.tasks[t].poll_served;
+                let Some(&chan) = chans.get(i) else {
+                    return Err(format!(
+                        "task '{}': send_polled lists {} channels but its recv_any served position {}",
+                        self.tasks[t].comm,
+                        chans.len(),
+                        i + 1
+                    ));
+                };
                 Ok(self.chan_send(t, cpu, chan))
             }
             Op::Fork { program } => {

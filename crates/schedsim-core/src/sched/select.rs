@@ -455,7 +455,7 @@ impl Sim {
             }
             let capacity = capacity.max(1);
             let (avg, runnable) = (avg * 1024 / capacity, runnable * 1024 / capacity);
-            if cpu_in(g, cpu) {
+            if g.contains(&cpu) {
                 (this_runnable, this_avg, this_spare) = (runnable, avg, max_spare);
                 continue;
             }
@@ -531,8 +531,4 @@ impl Sim {
             .or(least.map(|l| l.1))
             .unwrap_or(this_cpu)
     }
-}
-
-fn cpu_in(group: &[usize], cpu: usize) -> bool {
-    group.contains(&cpu)
 }

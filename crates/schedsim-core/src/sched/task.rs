@@ -173,6 +173,8 @@ pub struct Task {
     /// there) and where its next scan starts.
     pub poll_served: usize,
     pub poll_next: usize,
+    /// Blocked in `recv_any`: queued as a receiver on every channel of its set.
+    pub poll_waiting: bool,
     pub live_children: u32,
     pub exited_children: u32,
     pub waiting_for_child: bool,

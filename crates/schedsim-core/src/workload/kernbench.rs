@@ -111,12 +111,12 @@ impl Kernbench {
         let objects = p.int("objects", full as i64, 1, 100_000)? as u32;
         let work_scale = p.f64("work_scale", 1.0, 0.01, 100.0)?;
         let link_scale = p.f64("link_scale", 1.0, 0.01, 100.0)?;
-        let mut k = Self::build_tree(jobs, objects, work_scale, seed);
-        k.link_scale = link_scale;
-        Ok(k)
+        Ok(Self::build_tree(
+            jobs, objects, work_scale, link_scale, seed,
+        ))
     }
 
-    fn build_tree(jobs: u32, objects: u32, work_scale: f64, seed: u64) -> Self {
+    fn build_tree(jobs: u32, objects: u32, work_scale: f64, link_scale: f64, seed: u64) -> Self {
         let c = consts();
         let hz = ref_hz() * work_scale;
         let mut rng = RngStream::new(seed, "kernbench-tree");
@@ -146,7 +146,7 @@ impl Kernbench {
             scale: objects as f64 / c.get("defconfig_objects"),
             dirs,
             hz,
-            link_scale: 1.0,
+            link_scale,
             objs,
         }
     }
