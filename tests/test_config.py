@@ -177,6 +177,21 @@ def test_poll_ops_are_validated(fake_core) -> None:
         build_config("skylake-8x", empty, duration="10ms")
 
 
+def test_tcp_channels_are_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    tasks = [p.task("a", p.send("c")), p.task("b", p.recv("c"))]
+    good = p.custom_workload(tasks, channels=[p.channel("c", capacity=1, tcp=True)])
+    cfg = build_config("skylake-8x", good, duration="10ms")
+    assert cfg["workload"]["custom"]["channels"][0]["tcp"] is True
+    plain = p.custom_workload(tasks, channels=[p.channel("c")])
+    cfg = build_config("skylake-8x", plain, duration="10ms")
+    assert cfg["workload"]["custom"]["channels"][0].get("tcp", False) is False
+    bad = p.custom_workload(tasks, channels=[{"name": "c", "tcp": "sometimes"}])
+    with pytest.raises(ConfigError, match="tcp"):
+        build_config("skylake-8x", bad, duration="10ms")
+
+
 def test_rt_app_file_must_exist(fake_core, monkeypatch) -> None:
     from schedsim import config as config_mod
 

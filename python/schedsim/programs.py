@@ -188,9 +188,13 @@ def task(
     return spec
 
 
-def channel(name: str, capacity: int = 1024) -> dict[str, Any]:
-    """A bounded message channel (pipe or socket)."""
-    return {"name": name, "capacity": capacity}
+def channel(name: str, capacity: int = 1024, tcp: bool = False) -> dict[str, Any]:
+    """A bounded message channel (pipe or socket); `tcp` makes it a loopback TCP connection
+    whose sends leave the socket timers armed on the sending CPU."""
+    spec: dict[str, Any] = {"name": name, "capacity": capacity}
+    if tcp:
+        spec["tcp"] = True
+    return spec
 
 
 def custom_workload(

@@ -322,6 +322,7 @@ class TaskSpec(_Strict):
 class ChannelSpec(_Strict):
     name: str
     capacity: PositiveInt = 1024
+    tcp: bool = False
 
 
 class CustomWorkload(_Strict):

@@ -42,6 +42,8 @@ pub enum Ev {
     Sample,
     /// A domain's delayed frequency change takes effect (transition latency).
     FreqUpdate { fd: usize },
+    /// A kernel timer of idle `cpu` expires (its timer interrupt).
+    TimerIrq { cpu: usize },
     /// The package power-limit controller runs.
     PowerLimit { pkg: usize },
     /// The HWP hardware re-evaluates the package's CPUs.
@@ -58,6 +60,8 @@ pub enum Ev {
 #[derive(Clone, Debug, Default)]
 pub struct Channel {
     pub capacity: u32,
+    /// A loopback TCP connection (its sends arm socket timers).
+    pub tcp: bool,
     pub count: u32,
     pub receivers: VecDeque<TaskId>,
     pub senders: VecDeque<TaskId>,
@@ -140,6 +144,8 @@ pub struct Sim {
     pub gov_states: Vec<Vec<crate::cpuidle::governor::IdleState>>,
     pub idle_govs: Vec<Box<dyn crate::cpuidle::governor::IdleGovernor>>,
     pub cpu_timers: Vec<BinaryHeap<Reverse<Time>>>,
+    /// Kernel timers the workload's system calls leave armed (TCP socket timers).
+    pub ktimers: crate::timer::TimerBases,
     pub hw: HwState,
     /// HWP, when the OS enabled it (intel_pstate on an HWP part, unless `intel_pstate.no_hwp`).
     pub hwp: Option<HwpState>,
@@ -276,11 +282,13 @@ impl Sim {
                     .unwrap_or(1)
             })
             .collect();
+        let nchans = compiled.channels.len();
         let chans = compiled
             .channels
             .iter()
             .map(|c| Channel {
                 capacity: c.capacity,
+                tcp: c.tcp,
                 ..Channel::default()
             })
             .collect();
@@ -316,6 +324,7 @@ impl Sim {
             gov_states,
             idle_govs,
             cpu_timers: vec![BinaryHeap::new(); n],
+            ktimers: crate::timer::TimerBases::new(n, 2 * nchans),
             hw: HwState::new(ncores, npkg, n, pkg_max_khz),
             hwp,
             eas: crate::sched::eas::EasState::default(),
@@ -415,7 +424,8 @@ impl Sim {
             Ev::BurstEnd { cpu }
             | Ev::Tick { cpu }
             | Ev::TaskTimer { cpu, .. }
-            | Ev::IdleExit { cpu } => cpu,
+            | Ev::IdleExit { cpu }
+            | Ev::TimerIrq { cpu } => cpu,
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
             Ev::CfsPeriodTimer { .. } | Ev::CfsSlackTimer { .. } => 0,
@@ -434,6 +444,11 @@ impl Sim {
             Ev::TaskTimer { task, cpu } => {
                 self.cpu_timers[cpu].pop();
                 self.on_task_timer(task, cpu);
+                Ok(())
+            }
+            Ev::TimerIrq { cpu } => {
+                self.rqs[cpu].timer_irq_ev = None;
+                self.idle_timer_irq(cpu);
                 Ok(())
             }
             Ev::IdleExit { cpu } => {
@@ -563,6 +578,12 @@ impl Sim {
             .peek()
             .map(|Reverse(t)| t.saturating_sub(self.now))
             .unwrap_or(u64::MAX)
+            .min(self.next_ktimer_ns(cpu).map_or(u64::MAX, |t| t - self.now))
+    }
+
+    /// The next kernel timer of `cpu` still to fire.
+    pub fn next_ktimer_ns(&self, cpu: usize) -> Option<Time> {
+        self.ktimers.next_expiry(cpu, self.now)
     }
 
     // ------------------------------------------------------------------ tracing

@@ -15,6 +15,7 @@ pub mod hw;
 pub mod metrics;
 pub mod sched;
 pub mod sim;
+pub mod timer;
 pub mod trace;
 pub mod workload;
 

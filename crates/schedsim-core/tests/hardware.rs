@@ -343,3 +343,45 @@ fn the_uncore_follows_the_fastest_busy_core_not_an_idle_one() {
         sim.hw.pkg_uncore_mw[0]
     );
 }
+
+/// A sender on CPU 0 sends one message at 1 ms to a receiver on CPU 1, then both block for
+/// good; returns the run after `ms` milliseconds.
+fn one_message(tcp: bool, ms: f64) -> schedsim_core::Sim {
+    let w = custom(
+        json!([
+            {"name": "sender", "start_cpu": 0, "cpus": [0], "program": [
+                {"op": "run", "cycles": cycles(1.0, 1_000_000)},
+                {"op": "send", "chan": "c"}, {"op": "recv", "chan": "never"}]},
+            {"name": "receiver", "start_cpu": 1, "cpus": [1], "program": [
+                {"op": "recv", "chan": "c"}, {"op": "recv", "chan": "never"}]}
+        ]),
+        json!([{"name": "c", "tcp": tcp}, {"name": "never"}]),
+    );
+    run(config(smp(2, 1, 1_000_000, false), w, "6.12", ms))
+}
+
+#[test]
+fn a_tcp_send_leaves_socket_timers_that_bound_the_sleep_length_and_wake_the_cpu() {
+    // HZ=250. The send at 1 ms (jiffy 0) arms the delayed ACK for jiffy 0 + 10 + 1 (44 ms) and
+    // the retransmit timer for jiffy 0 + 50 + 1 (204 ms), both on CPU 0.
+    let sim = one_message(true, 100.0);
+    assert_eq!(sim.sleep_length(0), 104_000_000, "RTO pending at 204 ms");
+    assert_eq!(
+        sim.sleep_length(1),
+        u64::MAX,
+        "the receiver's CPU has no timer"
+    );
+    // Without TCP nothing is armed.
+    let plain = one_message(false, 100.0);
+    assert_eq!(plain.sleep_length(0), u64::MAX);
+    // Over 300 ms CPU 0's governor runs three times: idle entry at 1 ms (sleep length 43 ms:
+    // C6, tick stopped), the delayed-ACK interrupt at 44 ms and the RTO interrupt at 204 ms;
+    // a plain channel's CPU selects once.
+    let selections =
+        |s: &schedsim_core::Sim, cpu: usize| -> u64 { s.rqs[cpu].idle_state_usage.iter().sum() };
+    let tcp = one_message(true, 300.0);
+    let plain = one_message(false, 300.0);
+    assert_eq!(selections(&plain, 0) + 2, selections(&tcp, 0));
+    assert_eq!(selections(&plain, 1), selections(&tcp, 1));
+    assert_eq!(tcp.sleep_length(0), u64::MAX, "both timers fired");
+}

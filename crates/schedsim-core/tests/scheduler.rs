@@ -368,3 +368,49 @@ fn fork_balancing_before_5_5_leaves_a_loaded_node() {
         "6.12: child on CPU {new}, expected node 0's idle CPU"
     );
 }
+
+/// Where a sync wakeup from CPU 0 places a task whose previous CPU is 3, on 8 CPUs of one LLC
+/// where CPUs 0-5 run something and 6-7 are idle, with the waking CPU's `avg_idle` and
+/// `avg_scan_cost` (ns) set.
+fn sync_wakeup_with_cpus_6_and_7_idle(kernel: &str, avg_idle: u64, avg_scan_cost: u64) -> usize {
+    let tasks: Vec<_> = (0..7)
+        .map(|i| json!({"name": format!("t{i}"), "start_cpu": i.min(6), "program": [{"op": "exit"}]}))
+        .collect();
+    let mut sim = schedsim_core::Sim::new(config(
+        smp(8, 1, 1_000_000, false),
+        custom(json!(tasks), json!([])),
+        kernel,
+        10.0,
+    ))
+    .expect("sim builds");
+    assert!(sim.tasks.len() >= 7, "tasks exist before the run");
+    for cpu in 0..6 {
+        sim.rqs[cpu].curr = Some(cpu);
+    }
+    sim.rqs[0].avg_idle = avg_idle;
+    sim.rqs[0].avg_scan_cost = avg_scan_cost;
+    let p = 6;
+    sim.tasks[p].cpu = 3;
+    sim.tasks[p].recent_used_cpu = 3;
+    sim.select_task_rq_fair(
+        p,
+        3,
+        schedsim_core::sched::core::SdFlag::Wake,
+        schedsim_core::sched::core::WakeFlags { sync: true },
+        0,
+    )
+}
+
+#[test]
+fn sis_prop_limits_the_idle_cpu_scan_before_5_12() {
+    // SIS_PROP: nr = 8 CPUs x avg_idle / 512 over avg_scan_cost + 1, at least 4; the scan
+    // starts at the (busy) target and gives up when nr reaches 0 before reading a CPU.
+    // avg_idle 40 us: 8 x 78 = 624 <= 4 x 301, so nr = 4: CPUs 0-2 read, 3 never -> the
+    // target, the waker's CPU (wake_affine's choice), where the wakee queues.
+    assert_eq!(sync_wakeup_with_cpus_6_and_7_idle("5.2", 40_000, 300), 0);
+    // avg_idle 1 ms: 8 x 1953 / 301 = 51 CPUs: the scan reaches CPU 6.
+    assert_eq!(sync_wakeup_with_cpus_6_and_7_idle("5.2", 1_000_000, 300), 6);
+    // v5.15 scans the whole LLC whatever the waker's idle time (SIS_PROP's budget is not
+    // modelled between v5.12 and v6.0).
+    assert_eq!(sync_wakeup_with_cpus_6_and_7_idle("5.15", 40_000, 300), 6);
+}

@@ -655,6 +655,7 @@ impl Sim {
         rq.idle_state = Some(st);
         rq.idle_entered = self.now;
         rq.idle_state_usage[st] += 1;
+        self.arm_timer_irq(cpu);
         if self.trace.is_some() {
             self.trace_event(
                 cpu,
@@ -690,8 +691,51 @@ impl Sim {
         }
     }
 
+    /// While `cpu` idles, its next kernel timer's interrupt will wake it.
+    fn arm_timer_irq(&mut self, cpu: usize) {
+        self.cancel_timer_irq(cpu);
+        if let Some(at) = self.next_ktimer_ns(cpu) {
+            let h = self.events.schedule(at, Ev::TimerIrq { cpu });
+            self.rqs[cpu].timer_irq_ev = Some(h);
+        }
+    }
+
+    fn cancel_timer_irq(&mut self, cpu: usize) {
+        if let Some(h) = self.rqs[cpu].timer_irq_ev.take() {
+            self.events.cancel(h);
+        }
+    }
+
+    /// A kernel timer fired on an idle CPU: its handler finds nothing to do (a socket timer
+    /// whose ACK or retransmission is no longer pending), the governor learns that a timer
+    /// woke the CPU, and the CPU idles again.
+    pub fn idle_timer_irq(&mut self, cpu: usize) {
+        if self.rqs[cpu].curr.is_some() || self.rqs[cpu].waking {
+            return;
+        }
+        if self.ktimers.run_expired(cpu, self.now) == 0 {
+            // the timer was re-armed elsewhere since the CPU went idle
+            self.arm_timer_irq(cpu);
+            return;
+        }
+        self.hw_sync_for(cpu);
+        self.cpuidle_reflect(cpu, false);
+        if self.trace.is_some() {
+            self.trace_event(
+                cpu,
+                Payload::CpuIdle {
+                    state: PWR_EVENT_EXIT,
+                    cpu,
+                },
+            );
+        }
+        self.idle_select_state(cpu);
+        self.hw_update_for(cpu);
+    }
+
     /// Leave idle when a task is picked: avg_idle bookkeeping, restart the tick.
     fn leave_idle(&mut self, cpu: usize) {
+        self.cancel_timer_irq(cpu);
         let now = self.now;
         let rq = &mut self.rqs[cpu];
         if rq.idle_state.take().is_some() && self.trace.is_some() {
@@ -730,6 +774,7 @@ impl Sim {
             .unwrap_or(0)
             + self.package_exit_latency_ns(cpu);
         self.hw_sync_for(cpu);
+        self.cancel_timer_irq(cpu);
         self.rqs[cpu].waking = true;
         self.hw_update_for(cpu);
         let h = self
@@ -852,6 +897,10 @@ impl Sim {
         if ch.count < ch.capacity {
             ch.count += 1;
             self.tasks[t].pc += 1;
+            if self.chans[chan].tcp {
+                let tick = self.prof.tick_ns();
+                crate::timer::tcp_timers_rearm(&mut self.ktimers, chan, cpu, self.now, tick);
+            }
             if let Some(r) = self.chans[chan].receivers.pop_front() {
                 self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
             }

@@ -77,10 +77,14 @@ pub struct Rq {
     /// The CPU is leaving an idle state (exit latency running).
     pub waking: bool,
     pub wake_ev: Option<EventHandle>,
+    /// The timer interrupt of the next kernel timer, armed while the CPU idles.
+    pub timer_irq_ev: Option<EventHandle>,
     /// `rq->next_balance`.
     pub next_balance: Time,
     /// `rq->avg_idle`, `rq->idle_stamp` (newidle balance).
     pub avg_idle: u64,
+    /// `sd_llc->avg_scan_cost` of this CPU's LLC domain (ns; SIS_PROP before v6.0).
+    pub avg_scan_cost: u64,
     pub idle_stamp: Time,
     /// `rq->cpu_capacity` (capacity left for CFS).
     pub cpu_capacity: u64,
@@ -136,8 +140,10 @@ impl Rq {
             idle_entered: 0,
             waking: false,
             wake_ev: None,
+            timer_irq_ev: None,
             next_balance: 0,
             avg_idle: 2 * 500_000,
+            avg_scan_cost: 0,
             idle_stamp: 0,
             cpu_capacity: capacity,
             has_blocked_load: false,

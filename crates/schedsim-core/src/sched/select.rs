@@ -77,6 +77,15 @@ impl Sim {
             }
         }
         if sd_flag == SdFlag::Wake {
+            if !self.prof.at_least(5, 12) {
+                return self.select_idle_sibling_sis_prop(
+                    p,
+                    prev_cpu,
+                    new_cpu,
+                    this_cpu,
+                    want_affine,
+                );
+            }
             return self.select_idle_sibling(p, prev_cpu, new_cpu);
         }
         new_cpu
@@ -209,6 +218,137 @@ impl Sim {
             return i;
         }
         target
+    }
+
+    /// `select_idle_sibling()` before v5.12 (b7a331615d25 merged the core and CPU scans):
+    /// target, prev and `recent_used_cpu`, then a full scan for an idle core, a scan for an
+    /// idle CPU limited by SIS_PROP, and an idle SMT sibling of the target. Before v5.15 the
+    /// waker's `recent_used_cpu` records the CPU it woke a task from (89aafd67f28c moved it
+    /// to the wakee's previous CPU).
+    fn select_idle_sibling_sis_prop(
+        &mut self,
+        p: TaskId,
+        prev: usize,
+        target: usize,
+        this_cpu: usize,
+        want_affine: bool,
+    ) -> usize {
+        let allowed = |s: &Self, c: usize| s.tasks[p].allowed(c);
+        let chosen = 'pick: {
+            if self.idle_cpu(target) {
+                break 'pick target;
+            }
+            if prev != target && self.topo.shares_llc(prev, target) && self.idle_cpu(prev) {
+                break 'pick prev;
+            }
+            let recent = self.tasks[p].recent_used_cpu;
+            if recent != prev
+                && recent != target
+                && self.topo.shares_llc(recent, target)
+                && self.idle_cpu(recent)
+                && allowed(self, recent)
+            {
+                self.tasks[p].recent_used_cpu = prev;
+                break 'pick recent;
+            }
+            let llc = self.topo.cpus[target].llc;
+            if self.topo.smt_active() && self.llc_has_idle_cores[llc] {
+                if let Some(c) = self.select_idle_core(p, target) {
+                    break 'pick c;
+                }
+                self.llc_has_idle_cores[llc] = false;
+            }
+            if let Some(c) = self.select_idle_cpu_sis_prop(p, target, this_cpu) {
+                break 'pick c;
+            }
+            if self.topo.smt_active() {
+                if let Some(c) = self.select_idle_smt(p, target) {
+                    break 'pick c;
+                }
+            }
+            target
+        };
+        if want_affine {
+            if let Some(waker) = self.rqs[this_cpu].curr {
+                self.tasks[waker].recent_used_cpu = this_cpu;
+            }
+        }
+        chosen
+    }
+
+    /// `select_idle_core()` before v5.12: the first fully idle core of the target's LLC, from
+    /// the target's core on.
+    fn select_idle_core(&self, p: TaskId, target: usize) -> Option<usize> {
+        let cpus = &self.topo.llc_cpus[self.topo.cpus[target].llc];
+        let start = cpus.iter().position(|&c| c >= target).unwrap_or(0);
+        let mut seen_cores: Vec<usize> = Vec::new();
+        for k in 0..cpus.len() {
+            let cpu = cpus[(start + k) % cpus.len()];
+            if !self.tasks[p].allowed(cpu) {
+                continue;
+            }
+            let core = self.topo.cpus[cpu].core;
+            if seen_cores.contains(&core) {
+                continue;
+            }
+            seen_cores.push(core);
+            if self.topo.siblings(cpu).iter().all(|&s| self.idle_cpu(s)) {
+                return Some(cpu);
+            }
+        }
+        None
+    }
+
+    /// `select_idle_cpu()` with SIS_PROP (v4.13 to v5.11): scan the target's LLC from the target
+    /// for an idle CPU, giving up after `nr` CPUs, where `nr` is proportional to the waking
+    /// CPU's average idle time over the average cost of a scan: `span_weight × avg_idle / 512`
+    /// over `avg_scan_cost + 1` ns, at least 4. The scan's cost (the CPUs it read, each a remote
+    /// runqueue's cache lines at `balance_per_cpu` cycles) updates the waking CPU's
+    /// `avg_scan_cost` with weight 1/8.
+    fn select_idle_cpu_sis_prop(
+        &mut self,
+        p: TaskId,
+        target: usize,
+        this_cpu: usize,
+    ) -> Option<usize> {
+        let cpus = &self.topo.llc_cpus[self.topo.cpus[target].llc];
+        let n = cpus.len();
+        let avg_idle = self.rqs[this_cpu].avg_idle / 512;
+        let avg_cost = self.rqs[this_cpu].avg_scan_cost + 1;
+        let span_avg = n as u64 * avg_idle;
+        let mut nr: u64 = if span_avg > 4 * avg_cost {
+            span_avg / avg_cost
+        } else {
+            4
+        };
+        let start = cpus.iter().position(|&c| c >= target).unwrap_or(0);
+        let mut found = None;
+        let mut scanned = 0u64;
+        for k in 0..n {
+            nr -= 1;
+            if nr == 0 {
+                break;
+            }
+            let cpu = cpus[(start + k) % n];
+            if !self.tasks[p].allowed(cpu) {
+                continue;
+            }
+            scanned += 1;
+            if self.idle_cpu(cpu) {
+                found = Some(cpu);
+                break;
+            }
+        }
+        if found.is_none() && nr == 0 {
+            // the kernel returns before timing an abandoned scan
+            return None;
+        }
+        let ct = self.topo.cpus[this_cpu].core_type;
+        let time = (scanned as f64 * self.costs[ct].balance_per_cpu
+            / self.cpu_rate(this_cpu).max(1e-9)) as i64;
+        let cost = self.rqs[this_cpu].avg_scan_cost as i64;
+        self.rqs[this_cpu].avg_scan_cost = (cost + (time - cost) / 8).max(0) as u64;
+        found
     }
 
     /// `select_idle_smt()`: an idle sibling of `prev`.

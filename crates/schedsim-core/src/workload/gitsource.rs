@@ -232,10 +232,12 @@ impl Gitsource {
             tasks,
             channels: vec![
                 ChannelSpec {
+                    tcp: false,
                     name: "pipe1".into(),
                     capacity: chunks as u32,
                 },
                 ChannelSpec {
+                    tcp: false,
                     name: "pipe2".into(),
                     capacity: chunks as u32,
                 },

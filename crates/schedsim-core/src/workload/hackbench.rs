@@ -265,6 +265,7 @@ impl Hackbench {
         let n = (2 * self.fds * self.groups) as usize;
         let mut tasks = Vec::with_capacity(n + 1);
         let mut channels = vec![ChannelSpec {
+            tcp: false,
             name: "ready".into(),
             capacity: n as u32,
         }];
@@ -273,6 +274,7 @@ impl Hackbench {
             for j in 0..self.fds {
                 let chan = format!("g{g}-r{j}");
                 channels.push(ChannelSpec {
+                    tcp: false,
                     name: chan.clone(),
                     capacity: self.capacity,
                 });
@@ -322,6 +324,7 @@ impl Hackbench {
         if self.mode == Mode::Thread {
             for k in 0..n {
                 channels.push(ChannelSpec {
+                    tcp: false,
                     name: format!("join-{k}"),
                     capacity: 1,
                 });

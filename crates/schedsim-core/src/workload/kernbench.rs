@@ -312,6 +312,7 @@ impl Kernbench {
         CustomWorkload {
             tasks,
             channels: vec![ChannelSpec {
+                tcp: false,
                 name: "jobserver".into(),
                 capacity: self.jobs,
             }],

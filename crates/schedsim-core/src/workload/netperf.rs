@@ -235,6 +235,7 @@ impl Netperf {
             channels: ["request", "response"]
                 .iter()
                 .map(|n| ChannelSpec {
+                    tcp: self.proto == Proto::Tcp,
                     name: (*n).into(),
                     capacity: 1,
                 })
@@ -318,6 +319,7 @@ impl Netperf {
                 ),
             ],
             channels: vec![ChannelSpec {
+                tcp: self.proto == Proto::Tcp,
                 name: "socket".into(),
                 capacity: self.capacity,
             }],

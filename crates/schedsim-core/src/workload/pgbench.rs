@@ -265,6 +265,7 @@ impl Model for Pgbench {
             tasks.push(task(format!("postgres-{i}"), self.backend(i)));
             for ch in [format!("pg-query-{i}"), format!("pg-result-{i}")] {
                 channels.push(ChannelSpec {
+                    tcp: true,
                     name: ch,
                     capacity: 1,
                 });

@@ -121,6 +121,7 @@ pub struct Program {
 pub struct ChannelDef {
     pub name: String,
     pub capacity: u32,
+    pub tcp: bool,
 }
 
 /// The compiled workload.
@@ -382,6 +383,7 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
             .map(|c| ChannelDef {
                 name: c.name.clone(),
                 capacity: c.capacity,
+                tcp: c.tcp,
             })
             .collect(),
         marks: names.marks,
@@ -487,6 +489,7 @@ impl Compiled {
                 .extend(self.channels.iter().map(|c| ChannelDef {
                     name: tag(&c.name),
                     capacity: c.capacity,
+                    tcp: c.tcp,
                 }));
             out.mutexes.extend(self.mutexes.iter().map(tag));
             out.conds.extend(self.conds.iter().map(tag));

@@ -528,6 +528,7 @@ impl Schbench {
             if self.version == Version::Current {
                 for c in ["post", "wake"] {
                     channels.push(ChannelSpec {
+                        tcp: false,
                         name: format!("{c}{m}"),
                         capacity: 1 << 30,
                     });

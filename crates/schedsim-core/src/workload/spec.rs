@@ -84,6 +84,10 @@ pub struct ChannelSpec {
     /// Messages the channel holds before a sender blocks.
     #[serde(default = "default_capacity")]
     pub capacity: u32,
+    /// A loopback TCP connection: every send (re)arms the sender's retransmit timer and the
+    /// receiver's delayed-ACK timer on the sending CPU ([`crate::timer::tcp_timers_rearm`]).
+    #[serde(default)]
+    pub tcp: bool,
 }
 
 fn default_capacity() -> u32 {

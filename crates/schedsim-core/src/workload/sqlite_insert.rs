@@ -200,6 +200,7 @@ impl Model for SqliteInsert {
         Ok(CustomWorkload {
             tasks,
             channels: vec![ChannelSpec {
+                tcp: false,
                 name: "pipe".into(),
                 capacity: self.pipe_writes,
             }],

@@ -247,6 +247,7 @@ impl Model for Tbench {
             servers.push(task(format!("tbench_srv-{id}"), s));
             for ch in [format!("tbench-req-{id}"), format!("tbench-rsp-{id}")] {
                 channels.push(ChannelSpec {
+                    tcp: true,
                     name: ch,
                     capacity: 1,
                 });

@@ -202,10 +202,12 @@ impl Model for X264 {
         let mut tasks = vec![task("x264".into(), 1, main), task("x264-la".into(), 1, la)];
         let mut channels = vec![
             ChannelSpec {
+                tcp: false,
                 name: "raw".into(),
                 capacity: (d + 1) as u32,
             },
             ChannelSpec {
+                tcp: false,
                 name: "out".into(),
                 capacity: f.min(u32::MAX as u64) as u32,
             },
@@ -223,10 +225,12 @@ impl Model for X264 {
             prog.push(OpSpec::Exit);
             tasks.push(task(format!("x264-enc{i}"), 1, prog));
             channels.push(ChannelSpec {
+                tcp: false,
                 name: format!("enc{i}"),
                 capacity: (d + 1) as u32,
             });
             channels.push(ChannelSpec {
+                tcp: false,
                 name: format!("ring{i}"),
                 capacity: 2 * MB_ROWS as u32 + 2,
             });
