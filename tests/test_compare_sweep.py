@@ -187,6 +187,30 @@ def test_run_file_contents(varying_core, exp_path, tmp_path) -> None:
         [s["pkg_watt"] for s in json.loads(row["result_json"])["samples"]]
     )
     assert json.loads(row["config_json"]) == spec.sim_config
+    # the per-task list has its own column; the result text the tables read does not carry it
+    assert "tasks" not in json.loads(row["result_json"])
+    assert len(json.loads(row["tasks_json"])) > 0
+
+
+def test_format_1_files_are_still_read(varying_core, exp_path, tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    exp = Experiment.from_toml(exp_path)
+    exp.run(jobs=1, out=out)
+    store = RunStore(out)
+    spec = exp.specs[2]
+    full = store.load(spec)
+    assert full is not None and len(full["tasks"]) > 0
+    # a file as format 1 wrote it: the task list inside result_json, no tasks_json
+    old = {"run_key": spec.key, "store_format": 1, "result_json": json.dumps(full)}
+    pq.write_table(pa.Table.from_pylist([old]), store.path(spec.key))
+    assert store.load(spec, tasks=False) == {k: v for k, v in full.items() if k != "tasks"}
+    assert store.load(spec) == full
+    varying_core.calls = 0
+    again = Experiment.from_toml(exp_path).run(jobs=1, out=out)
+    assert varying_core.calls == 0 and again.loaded == TOTAL
 
 
 def test_cli_compare_writes_outputs_and_resumes(varying_core, exp_path, tmp_path) -> None:

@@ -127,7 +127,7 @@ def run_experiment(
     if store is not None:
         store.clean()
         for spec in experiment.specs:
-            stored = store.load(spec)
+            stored = store.load(spec, tasks=False)
             if stored is not None:
                 results[spec.key] = keep(stored)
     loaded = len(results)

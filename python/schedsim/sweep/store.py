@@ -6,8 +6,12 @@ Each file holds one row: the run's identity (key, machine, config, benchmark, wo
 value, op, repeat, seed), every scalar of the result flattened with dots (`metrics.run_us_mean`,
 `power.avg_package_w`, `turbostat.cstates.C6`, `sched.migrations`, and each cgroup's cpu.stat
 as `cgroups.<path>.throttled_usec`, ...), the per-interval turbostat samples as list columns
-(`samples.pkg_watt`, ...), and the complete result and SimConfig as JSON text (`result_json`,
-`config_json`).
+(`samples.pkg_watt`, ...), and the result and SimConfig as JSON text: `result_json` holds
+everything but the per-task list, which is `tasks_json` (a kernel build's 49,000 processes make
+it hundreds of megabytes, and the tables never read it), and `config_json`.
+
+Format 1 files kept the task list inside `result_json`; they are still read (slowly: the whole
+list is parsed to be dropped) until their runs are executed again.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..experiment import RunSpec
 
-STORE_FORMAT = 1
+STORE_FORMAT = 2
+#: Formats `load` reads.
+READABLE_FORMATS = (1, 2)
 IDENTITY = ("run_key", "machine", "config", "benchmark", "workload", "param", "value", "op",
             "repeat", "seed")  # fmt: skip
 FLAT_SECTIONS = ("power", "turbostat", "sched", "sim", "cgroups")
@@ -82,22 +88,31 @@ class RunStore:
     def path(self, key: str) -> Path:
         return self.dir / f"{key}.parquet"
 
-    def load(self, spec: RunSpec) -> dict[str, Any] | None:
-        """The stored result of `spec`, or None when there is none (or it is unreadable, in
-        which case the run is done again)."""
+    def load(self, spec: RunSpec, tasks: bool = True) -> dict[str, Any] | None:
+        """The stored result of `spec` (without its per-task list unless `tasks`), or None when
+        there is none (or it is unreadable, in which case the run is done again)."""
         import pyarrow.parquet as pq
 
         path = self.path(spec.key)
         if not path.is_file():
             return None
         try:
-            rows = pq.read_table(path, columns=["run_key", "store_format", "result_json"])
-            row = rows.to_pylist()[0]
+            names = pq.ParquetFile(path).schema_arrow.names
+            columns = ["run_key", "store_format", "result_json"]
+            if tasks and "tasks_json" in names:
+                columns.append("tasks_json")
+            row = pq.read_table(path, columns=columns).to_pylist()[0]
         except Exception:  # a damaged file is rerun, never trusted
             return None
-        if row.get("run_key") != spec.key or row.get("store_format") != STORE_FORMAT:
+        fmt = row.get("store_format")
+        if row.get("run_key") != spec.key or fmt not in READABLE_FORMATS:
             return None
-        return json.loads(row["result_json"])
+        result = json.loads(row["result_json"])
+        if tasks and row.get("tasks_json") is not None:
+            result["tasks"] = json.loads(row["tasks_json"])
+        if not tasks:
+            result.pop("tasks", None)
+        return result
 
     def save(self, spec: RunSpec, result: dict[str, Any]) -> Path:
         """Write the run's file atomically."""
@@ -107,8 +122,10 @@ class RunStore:
         record = flat_row(spec, result)
         for name, column in sample_columns(result).items():
             record[f"samples.{name}"] = column
-        stored = {k: v for k, v in result.items() if k != "trace"}
+        stored = {k: v for k, v in result.items() if k not in ("trace", "tasks")}
         record["result_json"] = json.dumps(stored, separators=(",", ":"))
+        tasks = result.get("tasks")
+        record["tasks_json"] = None if tasks is None else json.dumps(tasks, separators=(",", ":"))
         record["config_json"] = json.dumps(spec.sim_config, separators=(",", ":"))
         record["store_format"] = STORE_FORMAT
         table = pa.Table.from_pylist([record])
