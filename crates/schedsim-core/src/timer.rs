@@ -1,6 +1,7 @@
 //! Kernel timers (`kernel/time/timer.c`) as the idle governors see them: per-CPU timer bases
 //! holding jiffy timers that `mod_timer` (re)arms on the CPU that calls it, and the time of the
-//! next one a base will fire, which bounds a CPU's sleep length (`tick_nohz_get_sleep_length`).
+//! next one a base will fire, which bounds a CPU's sleep length (`tick_nohz_get_sleep_length`,
+//! the input of menu and teo in spec/kernel.md §9.3-9.4).
 //!
 //! The only timers modelled are the ones workloads leave armed as a side effect of their
 //! system calls: the TCP socket timers of `net/ipv4/tcp_output.c` (see [`tcp_timers_rearm`]).

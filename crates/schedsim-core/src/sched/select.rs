@@ -1,7 +1,8 @@
 //! Task placement (`select_task_rq_fair`, spec/kernel.md §8.7): the wakeup fast path with
 //! `wake_wide`, `wake_affine` (WA_IDLE, WA_WEIGHT, WA_BIAS) and `select_idle_sibling` with the
-//! SMT-aware idle-core search and the SIS_UTIL scan budget; the fork/exec slow path
-//! `find_idlest_cpu` / `find_idlest_group` / `find_idlest_group_cpu`.
+//! SMT-aware idle-core search and the SIS_UTIL scan budget (before v5.12: the separate idle-core
+//! scan and SIS_PROP's budget); the fork/exec slow path `find_idlest_cpu` / `find_idlest_group` /
+//! `find_idlest_group_cpu`.
 //!
 //! Simplification: EAS and `select_idle_capacity` (asymmetric CPUs) come with the EAS work.
 
