@@ -643,3 +643,27 @@ fn bad_parameters_are_errors_that_name_them() {
         );
     }
 }
+
+#[test]
+fn tbench_with_socket_timers_and_sis_prop_is_deterministic() {
+    // 3 clients on 4 CPUs with C6 (the smp preset's deep state): the v5.2 wakeup path with its
+    // SIS_PROP budget, the TCP socket timers and their interrupts on idle CPUs all take part;
+    // two runs give the same bytes.
+    let once = || {
+        let cfg = config(
+            smp(4, 1, 2_000_000, true),
+            wl("tbench", json!({"clients": 3})),
+            "5.2",
+            60.0,
+        );
+        let s = run(cfg);
+        assert!(
+            s.rqs
+                .iter()
+                .any(|rq| rq.idle_state_usage.iter().sum::<u64>() > 0),
+            "the CPUs idle"
+        );
+        stable_json(&s)
+    };
+    assert_eq!(once(), once());
+}
