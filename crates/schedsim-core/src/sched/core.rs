@@ -670,17 +670,7 @@ impl Sim {
     /// The tick fired on an idle CPU (the governor kept it): the governor learns that the CPU
     /// was woken by the tick, the idle balancer runs, and the CPU idles again.
     fn idle_tick(&mut self, cpu: usize) {
-        self.hw_sync_for(cpu);
-        self.cpuidle_reflect(cpu, true);
-        if self.trace.is_some() {
-            self.trace_event(
-                cpu,
-                Payload::CpuIdle {
-                    state: PWR_EVENT_EXIT,
-                    cpu,
-                },
-            );
-        }
+        self.idle_interrupt(cpu, true);
         self.update_blocked_averages(cpu);
         if self.now >= self.rqs[cpu].next_balance {
             self.rebalance_domains(cpu, IdleType::Idle);
@@ -718,8 +708,16 @@ impl Sim {
             self.arm_timer_irq(cpu);
             return;
         }
+        self.idle_interrupt(cpu, false);
+        self.idle_select_state(cpu);
+        self.hw_update_for(cpu);
+    }
+
+    /// An interrupt (the tick or a timer) ends an idle CPU's stay in its state: the governor
+    /// learns how long it idled and the idle exit is traced.
+    fn idle_interrupt(&mut self, cpu: usize, woken_by_tick: bool) {
         self.hw_sync_for(cpu);
-        self.cpuidle_reflect(cpu, false);
+        self.cpuidle_reflect(cpu, woken_by_tick);
         if self.trace.is_some() {
             self.trace_event(
                 cpu,
@@ -729,8 +727,6 @@ impl Sim {
                 },
             );
         }
-        self.idle_select_state(cpu);
-        self.hw_update_for(cpu);
     }
 
     /// Leave idle when a task is picked: avg_idle bookkeeping, restart the tick.

@@ -234,7 +234,6 @@ impl Sim {
         this_cpu: usize,
         want_affine: bool,
     ) -> usize {
-        let allowed = |s: &Self, c: usize| s.tasks[p].allowed(c);
         let chosen = 'pick: {
             if self.idle_cpu(target) {
                 break 'pick target;
@@ -247,7 +246,7 @@ impl Sim {
                 && recent != target
                 && self.topo.shares_llc(recent, target)
                 && self.idle_cpu(recent)
-                && allowed(self, recent)
+                && self.tasks[p].allowed(recent)
             {
                 self.tasks[p].recent_used_cpu = prev;
                 break 'pick recent;

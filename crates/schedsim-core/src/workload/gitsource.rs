@@ -231,16 +231,8 @@ impl Gitsource {
         CustomWorkload {
             tasks,
             channels: vec![
-                ChannelSpec {
-                    tcp: false,
-                    name: "pipe1".into(),
-                    capacity: chunks as u32,
-                },
-                ChannelSpec {
-                    tcp: false,
-                    name: "pipe2".into(),
-                    capacity: chunks as u32,
-                },
+                ChannelSpec::new("pipe1", chunks as u32),
+                ChannelSpec::new("pipe2", chunks as u32),
             ],
         }
     }

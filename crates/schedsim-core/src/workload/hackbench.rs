@@ -264,20 +264,12 @@ impl Hackbench {
         };
         let n = (2 * self.fds * self.groups) as usize;
         let mut tasks = Vec::with_capacity(n + 1);
-        let mut channels = vec![ChannelSpec {
-            tcp: false,
-            name: "ready".into(),
-            capacity: n as u32,
-        }];
+        let mut channels = vec![ChannelSpec::new("ready", n as u32)];
         let mut k = 0usize;
         for g in 0..self.groups {
             for j in 0..self.fds {
                 let chan = format!("g{g}-r{j}");
-                channels.push(ChannelSpec {
-                    tcp: false,
-                    name: chan.clone(),
-                    capacity: self.capacity,
-                });
+                channels.push(ChannelSpec::new(chan.clone(), self.capacity));
                 let mut prog = Self::ready();
                 prog.push(OpSpec::Loop {
                     count: self.fds as i64 * self.loops as i64,
@@ -323,11 +315,7 @@ impl Hackbench {
         let names = self.worker_names();
         if self.mode == Mode::Thread {
             for k in 0..n {
-                channels.push(ChannelSpec {
-                    tcp: false,
-                    name: format!("join-{k}"),
-                    capacity: 1,
-                });
+                channels.push(ChannelSpec::new(format!("join-{k}"), 1));
             }
         }
         // the parent

@@ -311,11 +311,7 @@ impl Kernbench {
 
         CustomWorkload {
             tasks,
-            channels: vec![ChannelSpec {
-                tcp: false,
-                name: "jobserver".into(),
-                capacity: self.jobs,
-            }],
+            channels: vec![ChannelSpec::new("jobserver", self.jobs)],
         }
     }
 

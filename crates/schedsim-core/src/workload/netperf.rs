@@ -236,8 +236,7 @@ impl Netperf {
                 .iter()
                 .map(|n| ChannelSpec {
                     tcp: self.proto == Proto::Tcp,
-                    name: (*n).into(),
-                    capacity: 1,
+                    ..ChannelSpec::new(*n, 1)
                 })
                 .collect(),
         }
@@ -320,8 +319,7 @@ impl Netperf {
             ],
             channels: vec![ChannelSpec {
                 tcp: self.proto == Proto::Tcp,
-                name: "socket".into(),
-                capacity: self.capacity,
+                ..ChannelSpec::new("socket", self.capacity)
             }],
         }
     }

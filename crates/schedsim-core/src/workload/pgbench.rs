@@ -264,11 +264,7 @@ impl Model for Pgbench {
         for i in 0..self.clients {
             tasks.push(task(format!("postgres-{i}"), self.backend(i)));
             for ch in [format!("pg-query-{i}"), format!("pg-result-{i}")] {
-                channels.push(ChannelSpec {
-                    tcp: true,
-                    name: ch,
-                    capacity: 1,
-                });
+                channels.push(ChannelSpec::tcp(ch, 1));
             }
         }
         Ok(CustomWorkload { tasks, channels })

@@ -527,11 +527,7 @@ impl Schbench {
             tasks.push(task(worker_name(m), self.workers, self.worker_program(m)));
             if self.version == Version::Current {
                 for c in ["post", "wake"] {
-                    channels.push(ChannelSpec {
-                        tcp: false,
-                        name: format!("{c}{m}"),
-                        capacity: 1 << 30,
-                    });
+                    channels.push(ChannelSpec::new(format!("{c}{m}"), 1 << 30));
                 }
             }
         }

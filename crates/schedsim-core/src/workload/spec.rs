@@ -90,6 +90,25 @@ pub struct ChannelSpec {
     pub tcp: bool,
 }
 
+impl ChannelSpec {
+    /// A pipe or Unix socket holding `capacity` messages.
+    pub fn new(name: impl Into<String>, capacity: u32) -> Self {
+        ChannelSpec {
+            name: name.into(),
+            capacity,
+            tcp: false,
+        }
+    }
+
+    /// A loopback TCP connection holding `capacity` messages.
+    pub fn tcp(name: impl Into<String>, capacity: u32) -> Self {
+        ChannelSpec {
+            tcp: true,
+            ..Self::new(name, capacity)
+        }
+    }
+}
+
 fn default_capacity() -> u32 {
     1024
 }

@@ -199,11 +199,7 @@ impl Model for SqliteInsert {
         }
         Ok(CustomWorkload {
             tasks,
-            channels: vec![ChannelSpec {
-                tcp: false,
-                name: "pipe".into(),
-                capacity: self.pipe_writes,
-            }],
+            channels: vec![ChannelSpec::new("pipe", self.pipe_writes)],
         })
     }
 

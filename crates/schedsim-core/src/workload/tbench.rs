@@ -246,11 +246,7 @@ impl Model for Tbench {
             clients.push(task(format!("tbench-{id}"), c));
             servers.push(task(format!("tbench_srv-{id}"), s));
             for ch in [format!("tbench-req-{id}"), format!("tbench-rsp-{id}")] {
-                channels.push(ChannelSpec {
-                    tcp: true,
-                    name: ch,
-                    capacity: 1,
-                });
+                channels.push(ChannelSpec::tcp(ch, 1));
             }
         }
         clients.extend(servers);

@@ -201,16 +201,8 @@ impl Model for X264 {
         la.push(OpSpec::Exit);
         let mut tasks = vec![task("x264".into(), 1, main), task("x264-la".into(), 1, la)];
         let mut channels = vec![
-            ChannelSpec {
-                tcp: false,
-                name: "raw".into(),
-                capacity: (d + 1) as u32,
-            },
-            ChannelSpec {
-                tcp: false,
-                name: "out".into(),
-                capacity: f.min(u32::MAX as u64) as u32,
-            },
+            ChannelSpec::new("raw", (d + 1) as u32),
+            ChannelSpec::new("out", f.min(u32::MAX as u64) as u32),
         ];
         for i in 0..t {
             let n = self.frames_of(i);
@@ -224,16 +216,8 @@ impl Model for X264 {
             prog.push(looped(rest as i64, self.frame(i, true)));
             prog.push(OpSpec::Exit);
             tasks.push(task(format!("x264-enc{i}"), 1, prog));
-            channels.push(ChannelSpec {
-                tcp: false,
-                name: format!("enc{i}"),
-                capacity: (d + 1) as u32,
-            });
-            channels.push(ChannelSpec {
-                tcp: false,
-                name: format!("ring{i}"),
-                capacity: 2 * MB_ROWS as u32 + 2,
-            });
+            channels.push(ChannelSpec::new(format!("enc{i}"), (d + 1) as u32));
+            channels.push(ChannelSpec::new(format!("ring{i}"), 2 * MB_ROWS as u32 + 2));
         }
         Ok(CustomWorkload { tasks, channels })
     }
