@@ -40,6 +40,8 @@ pub enum Ev {
     TaskStart { task: TaskId },
     /// Per-interval turbostat sample.
     Sample,
+    /// The workload's warm-up ends: the measured interval's accumulators are recorded.
+    MeasureStart,
     /// A domain's delayed frequency change takes effect (transition latency).
     FreqUpdate { fd: usize },
     /// A kernel timer of idle `cpu` expires (its timer interrupt).
@@ -173,6 +175,8 @@ pub struct Sim {
     pub uclamp_in_use: bool,
     pub samples: Vec<Sample>,
     last_sample: (Time, Vec<Counters>, f64, f64),
+    /// The accumulators when the measured interval began (None: it is the whole run).
+    pub measure_base: Option<crate::metrics::MeasureBase>,
     pub events_popped: u64,
 }
 
@@ -346,6 +350,7 @@ impl Sim {
             uclamp_in_use: false,
             samples: Vec::new(),
             last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
+            measure_base: None,
             events_popped: 0,
             topo,
             cfg,
@@ -378,6 +383,10 @@ impl Sim {
         if sim.cfg.sample_interval_ns > 0 {
             let t = sim.cfg.sample_interval_ns;
             sim.events.schedule(t, Ev::Sample);
+        }
+        let from = sim.workload.measured_from_ns();
+        if from > 0 && sim.end_time.is_none_or(|end| from < end) {
+            sim.events.schedule(from, Ev::MeasureStart);
         }
         Ok(sim)
     }
@@ -429,7 +438,7 @@ impl Sim {
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
             Ev::CfsPeriodTimer { .. } | Ev::CfsSlackTimer { .. } => 0,
-            Ev::TaskStart { .. } | Ev::Sample | Ev::End => 0,
+            Ev::TaskStart { .. } | Ev::Sample | Ev::MeasureStart | Ev::End => 0,
         };
         match ev {
             Ev::BurstEnd { cpu } => {
@@ -464,6 +473,11 @@ impl Sim {
                 self.take_sample();
                 let t = self.now + self.cfg.sample_interval_ns;
                 self.events.schedule(t, Ev::Sample);
+                Ok(())
+            }
+            Ev::MeasureStart => {
+                self.sync_all();
+                self.measure_base = Some(crate::metrics::MeasureBase::capture(self));
                 Ok(())
             }
             Ev::FreqUpdate { fd } => {

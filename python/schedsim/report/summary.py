@@ -112,6 +112,12 @@ def print_summary(console: Console, result: RunResult, config: dict[str, Any] | 
         f"{format_value(sim.get('events'))} events in {format_value(wall)} s wall  "
         f"({format_value(sim.get('events_per_s'))} events/s, {format_value(speed)}x real time)"
     )
+    measured_from = sim.get("measured_from_s")
+    if measured_from:
+        console.print(
+            f"power, turbostat and per-CPU figures after the {format_value(measured_from)} s "
+            "warm-up, like the metrics"
+        )
 
     primary = result.primary
     if primary:

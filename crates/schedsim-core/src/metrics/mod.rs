@@ -1,5 +1,10 @@
 //! Results: the `run --json` contract of DESIGN "Interfaces" (metrics, primary, power,
 //! turbostat, sched counters, per-CPU and per-task tables, samples, trace).
+//!
+//! Power, turbostat, the idle-state residencies and the per-CPU busy time and frequency cover
+//! the workload's measured interval, the same one as its metrics (after a warm-up, when the
+//! workload has one: `Model::measured_from_ns`). Counts (context switches, wakeups, migrations),
+//! the per-task table and the samples cover the whole run.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +43,59 @@ pub fn turbostat_from_counters(prev: &[Counters], cur: &[Counters], tsc_khz: u64
         busy_pct: 100.0 * m / t,
         bzy_mhz: if m > 0.0 { tsc_mhz * a / m } else { 0.0 },
         tsc_mhz,
+    }
+}
+
+/// The accumulators at the start of the measured interval; the results report what
+/// accumulated after it.
+#[derive(Clone, Debug)]
+pub struct MeasureBase {
+    pub t_ns: u64,
+    pub counters: Vec<Counters>,
+    pub pkg_energy_uj: f64,
+    pub pkg_core_energy_uj: f64,
+    pub busy_ns: Vec<u64>,
+    pub idle_ns: Vec<u64>,
+    pub idle_state_ns: Vec<Vec<u64>>,
+    pub pkg_cstate_ns: Vec<Vec<u64>>,
+}
+
+impl MeasureBase {
+    /// The accumulators now (the caller has synced every CPU and package).
+    pub fn capture(sim: &Sim) -> Self {
+        MeasureBase {
+            t_ns: sim.now,
+            counters: sim.counters.clone(),
+            pkg_energy_uj: sim.hw.pkg_energy_uj.iter().sum(),
+            pkg_core_energy_uj: sim.hw.pkg_core_energy_uj.iter().sum(),
+            busy_ns: sim.rqs.iter().map(|rq| rq.busy_ns).collect(),
+            idle_ns: sim.rqs.iter().map(|rq| rq.idle_ns).collect(),
+            idle_state_ns: sim.rqs.iter().map(|rq| rq.idle_state_ns.clone()).collect(),
+            pkg_cstate_ns: sim.hw.pkg_cstate_ns.clone(),
+        }
+    }
+
+    /// The base of a run measured whole: every accumulator at zero.
+    fn zero(sim: &Sim) -> Self {
+        MeasureBase {
+            t_ns: 0,
+            counters: vec![Counters::default(); sim.counters.len()],
+            pkg_energy_uj: 0.0,
+            pkg_core_energy_uj: 0.0,
+            busy_ns: vec![0; sim.rqs.len()],
+            idle_ns: vec![0; sim.rqs.len()],
+            idle_state_ns: sim
+                .rqs
+                .iter()
+                .map(|rq| vec![0; rq.idle_state_ns.len()])
+                .collect(),
+            pkg_cstate_ns: sim
+                .hw
+                .pkg_cstate_ns
+                .iter()
+                .map(|p| vec![0; p.len()])
+                .collect(),
+        }
     }
 }
 
@@ -80,6 +138,8 @@ struct TurbostatOut {
 #[derive(Serialize)]
 struct SimOut {
     simulated_s: f64,
+    /// Where the measured interval (power, turbostat, residencies, per-CPU busy) starts.
+    measured_from_s: f64,
     events: u64,
     wall_s: f64,
     events_per_s: f64,
@@ -227,15 +287,22 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     let elapsed_s = sim.now as f64 * 1e-9;
     let m = sim.workload.metrics(sim);
     let primary_value = m.values.get(&m.primary).copied().unwrap_or(0.0);
-    let energy_j: f64 = sim.hw.pkg_energy_uj.iter().sum::<f64>() * 1e-6;
-    let core_energy_j: f64 = sim.hw.pkg_core_energy_uj.iter().sum::<f64>() * 1e-6;
-    let avg_w = if elapsed_s > 0.0 {
-        energy_j / elapsed_s
+    let base = sim
+        .measure_base
+        .clone()
+        .unwrap_or_else(|| MeasureBase::zero(sim));
+    let window_ns = sim.now - base.t_ns;
+    let window_s = window_ns as f64 * 1e-9;
+    let energy_j = (sim.hw.pkg_energy_uj.iter().sum::<f64>() - base.pkg_energy_uj) * 1e-6;
+    let core_energy_j =
+        (sim.hw.pkg_core_energy_uj.iter().sum::<f64>() - base.pkg_core_energy_uj) * 1e-6;
+    let avg_w = if window_s > 0.0 {
+        energy_j / window_s
     } else {
         0.0
     };
-    let avg_core_w = if elapsed_s > 0.0 {
-        core_energy_j / elapsed_s
+    let avg_core_w = if window_s > 0.0 {
+        core_energy_j / window_s
     } else {
         0.0
     };
@@ -246,45 +313,48 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     } else {
         1.0 / (primary_value * avg_w)
     };
-    let zero = vec![Counters::default(); sim.counters.len()];
-    let ts = turbostat_from_counters(&zero, &sim.counters, sim.cfg.machine.tsc_khz);
+    let ts = turbostat_from_counters(&base.counters, &sim.counters, sim.cfg.machine.tsc_khz);
     let n = sim.topo.nr_cpus();
     let mut cstates: BTreeMap<String, f64> = BTreeMap::new();
-    let total_ns = (sim.now as f64 * n as f64).max(1.0);
+    let total_ns = (window_ns as f64 * n as f64).max(1.0);
     for (c, rq) in sim.rqs.iter().enumerate() {
         let ct = sim.topo.cpus[c].core_type;
         for (s, ns) in rq.idle_state_ns.iter().enumerate() {
             *cstates
                 .entry(sim.idle_states[ct][s].name.clone())
-                .or_insert(0.0) += 100.0 * *ns as f64 / total_ns;
+                .or_insert(0.0) += 100.0 * (ns - base.idle_state_ns[c][s]) as f64 / total_ns;
         }
     }
     let npkg = sim.hw.pkg_cstate_ns.len().max(1) as f64;
     let mut pkg_cstates: BTreeMap<String, f64> = BTreeMap::new();
-    for per_pkg in &sim.hw.pkg_cstate_ns {
+    for (p, per_pkg) in sim.hw.pkg_cstate_ns.iter().enumerate() {
         for (s, ns) in per_pkg.iter().enumerate() {
             let name = sim.cfg.machine.package_idle_states[s].name.clone();
             *pkg_cstates.entry(name).or_insert(0.0) +=
-                100.0 * *ns as f64 / (sim.now.max(1) as f64 * npkg);
+                100.0 * (ns - base.pkg_cstate_ns[p][s]) as f64 / (window_ns.max(1) as f64 * npkg);
         }
     }
     let cpus = (0..n)
         .map(|c| {
             let rq = &sim.rqs[c];
             let cn = &sim.counters[c];
+            let cb = &base.counters[c];
             let ct = sim.topo.cpus[c].core_type;
-            let span = (rq.busy_ns + rq.idle_ns).max(1) as f64;
+            let busy_ns = rq.busy_ns - base.busy_ns[c];
+            let idle_ns = rq.idle_ns - base.idle_ns[c];
+            let span = (busy_ns + idle_ns).max(1) as f64;
+            let (aperf, mperf) = (cn.aperf - cb.aperf, cn.mperf - cb.mperf);
             CpuOut {
                 cpu: c,
                 core: sim.topo.cpus[c].core,
                 package: sim.topo.cpus[c].package,
                 capacity: sim.topo.cpus[c].capacity_orig,
-                busy_ns: rq.busy_ns,
-                idle_ns: rq.idle_ns,
-                busy_pct: 100.0 * rq.busy_ns as f64 / span,
+                busy_ns,
+                idle_ns,
+                busy_pct: 100.0 * busy_ns as f64 / span,
                 context_switches: rq.nr_switches,
-                avg_khz: if cn.mperf > 0.0 {
-                    sim.cfg.machine.tsc_khz as f64 * cn.aperf / cn.mperf
+                avg_khz: if mperf > 0.0 {
+                    sim.cfg.machine.tsc_khz as f64 * aperf / mperf
                 } else {
                     0.0
                 },
@@ -297,7 +367,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
                     .map(|(s, ns)| {
                         (
                             sim.idle_states[ct][s].name.clone(),
-                            100.0 * *ns as f64 / span,
+                            100.0 * (ns - base.idle_state_ns[c][s]) as f64 / span,
                         )
                     })
                     .collect(),
@@ -379,6 +449,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
         sched: &sim.stats,
         sim: SimOut {
             simulated_s: elapsed_s,
+            measured_from_s: base.t_ns as f64 * 1e-9,
             events: sim.events_popped,
             wall_s,
             events_per_s: if wall_s > 0.0 {

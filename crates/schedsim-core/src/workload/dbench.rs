@@ -284,6 +284,10 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
 }
 
 impl Model for Dbench {
+    fn measured_from_ns(&self) -> u64 {
+        self.warmup_ns
+    }
+
     fn build(&self) -> Result<CustomWorkload, String> {
         let jbd2 = super::tbench::task("jbd2".into(), self.jbd2());
         Ok(CustomWorkload {

@@ -64,6 +64,12 @@ pub trait Model: std::fmt::Debug {
     fn duration_ns(&self) -> Option<u64> {
         None
     }
+    /// Where the measured interval starts: the end of the warm-up the metrics skip. Power,
+    /// turbostat and residencies are reported over the same interval as the metrics, because
+    /// the warm-up stands for a cold start that the real benchmark's long run makes negligible.
+    fn measured_from_ns(&self) -> u64 {
+        0
+    }
 }
 
 /// What a generator needs to build a model.
@@ -287,6 +293,14 @@ impl Workload {
         match self {
             Workload::Model(m) => m.duration_ns(),
             Workload::Custom(_) => None,
+        }
+    }
+
+    /// Where the measured interval starts (0: the whole run).
+    pub fn measured_from_ns(&self) -> u64 {
+        match self {
+            Workload::Model(m) => m.measured_from_ns(),
+            Workload::Custom(_) => 0,
         }
     }
 

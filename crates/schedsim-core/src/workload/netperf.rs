@@ -335,6 +335,10 @@ impl Netperf {
 }
 
 impl Model for Netperf {
+    fn measured_from_ns(&self) -> u64 {
+        self.warmup_ns
+    }
+
     fn build(&self) -> Result<CustomWorkload, String> {
         Ok(match self.test {
             Test::Rr => self.rr(),

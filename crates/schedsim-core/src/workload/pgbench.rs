@@ -255,6 +255,10 @@ impl Pgbench {
 }
 
 impl Model for Pgbench {
+    fn measured_from_ns(&self) -> u64 {
+        self.warmup_ns
+    }
+
     fn build(&self) -> Result<CustomWorkload, String> {
         let mut tasks = Vec::new();
         let mut channels = Vec::new();

@@ -237,6 +237,10 @@ pub fn task(name: String, program: Vec<OpSpec>) -> TaskSpec {
 }
 
 impl Model for Tbench {
+    fn measured_from_ns(&self) -> u64 {
+        self.warmup_ns
+    }
+
     fn build(&self) -> Result<CustomWorkload, String> {
         let mut clients = Vec::new();
         let mut servers = Vec::new();
