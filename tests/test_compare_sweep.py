@@ -448,3 +448,23 @@ def test_machines_unswept_benchmarks_and_options(varying_core, tmp_path) -> None
     assert "t-test on the means gives p < 0.10" in text
     html = result.report(tmp_path / "r").read_text()
     assert html.count("<h2>") == 1 + 2 * 2  # configs + machines x benchmarks
+
+
+def test_turbostat_monitor_leaves_out_the_warmup_intervals():
+    # a run with a 0.25 s warm-up sampled every second: its 0.25 s interval is the warm-up's,
+    # the monitor reads the two after it; a run shorter than one interval gives its whole value
+    from schedsim.compare import turbostat_samples
+
+    result = {
+        "sim": {"measured_from_s": 0.25},
+        "samples": [
+            {"t_s": 0.25, "pkg_watt": 10.0},
+            {"t_s": 1.25, "pkg_watt": 30.0},
+            {"t_s": 1.5, "pkg_watt": 32.0},
+        ],
+        "turbostat": {"pkg_watt": 30.4},
+    }
+    assert turbostat_samples(result, "pkg_watt") == [30.0, 32.0]
+    result["sim"]["measured_from_s"] = 0.0
+    assert turbostat_samples(result, "pkg_watt") == [10.0, 30.0, 32.0]
+    assert turbostat_samples({"samples": [], "turbostat": {"pkg_watt": 7.0}}, "pkg_watt") == [7.0]

@@ -196,9 +196,15 @@ def metric_samples(result: dict[str, Any], metric: str) -> list[float]:
 
 
 def turbostat_samples(result: dict[str, Any], key: str) -> list[float]:
-    """One run's per-interval turbostat readings of `key`, or its whole-run value when the run
-    was shorter than one interval."""
-    samples = [s[key] for s in result.get("samples") or [] if s.get(key) is not None]
+    """One run's per-interval turbostat readings of `key` over its measured interval (the
+    intervals ending after the workload's warm-up, which the metrics skip too), or its value
+    over the measured interval when the run took no sample."""
+    start = float((result.get("sim") or {}).get("measured_from_s") or 0.0)
+    samples = [
+        s[key]
+        for s in result.get("samples") or []
+        if s.get(key) is not None and float(s.get("t_s", 0.0)) > start
+    ]
     if samples:
         return [float(v) for v in samples]
     value = (result.get("turbostat") or {}).get(key)

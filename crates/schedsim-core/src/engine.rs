@@ -175,6 +175,8 @@ pub struct Sim {
     pub uclamp_in_use: bool,
     pub samples: Vec<Sample>,
     last_sample: (Time, Vec<Counters>, f64, f64),
+    /// When the pending sample is due (samples restart at the measured interval's start).
+    next_sample_at: Time,
     /// The accumulators when the measured interval began (None: it is the whole run).
     pub measure_base: Option<crate::metrics::MeasureBase>,
     pub events_popped: u64,
@@ -350,6 +352,7 @@ impl Sim {
             uclamp_in_use: false,
             samples: Vec::new(),
             last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
+            next_sample_at: 0,
             measure_base: None,
             events_popped: 0,
             topo,
@@ -381,8 +384,7 @@ impl Sim {
             sim.events.schedule(end, Ev::End);
         }
         if sim.cfg.sample_interval_ns > 0 {
-            let t = sim.cfg.sample_interval_ns;
-            sim.events.schedule(t, Ev::Sample);
+            sim.schedule_sample();
         }
         let from = sim.workload.measured_from_ns();
         if from > 0 && sim.end_time.is_none_or(|end| from < end) {
@@ -470,14 +472,23 @@ impl Sim {
                 Ok(())
             }
             Ev::Sample => {
-                self.take_sample();
-                let t = self.now + self.cfg.sample_interval_ns;
-                self.events.schedule(t, Ev::Sample);
+                // a sample scheduled before the measured interval restarted the sampling
+                if self.now == self.next_sample_at {
+                    self.take_sample();
+                    self.schedule_sample();
+                }
                 Ok(())
             }
             Ev::MeasureStart => {
                 self.sync_all();
                 self.measure_base = Some(crate::metrics::MeasureBase::capture(self));
+                if self.cfg.sample_interval_ns > 0 {
+                    // the warm-up's last interval ends here; the measured intervals start here
+                    if self.now > self.last_sample.0 {
+                        self.take_sample();
+                    }
+                    self.schedule_sample();
+                }
                 Ok(())
             }
             Ev::FreqUpdate { fd } => {
@@ -658,6 +669,11 @@ impl Sim {
         for p in 0..self.hw.pkg_energy_t.len() {
             self.sync_package(p);
         }
+    }
+
+    fn schedule_sample(&mut self) {
+        self.next_sample_at = self.now + self.cfg.sample_interval_ns;
+        self.events.schedule(self.next_sample_at, Ev::Sample);
     }
 
     fn take_sample(&mut self) {
