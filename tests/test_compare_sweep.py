@@ -468,3 +468,30 @@ def test_turbostat_monitor_leaves_out_the_warmup_intervals():
     result["sim"]["measured_from_s"] = 0.0
     assert turbostat_samples(result, "pkg_watt") == [10.0, 30.0, 32.0]
     assert turbostat_samples({"samples": [], "turbostat": {"pkg_watt": 7.0}}, "pkg_watt") == [7.0]
+
+
+def test_split_tasks_cuts_the_task_list_out_of_the_core_json() -> None:
+    # the worker's cut gives the same result and task list as parsing the whole text, for a
+    # run with tasks and cgroups after them, and for text the cut does not recognise
+    import json as _json
+
+    from schedsim import native
+    from schedsim.config import build_config
+    from schedsim.sweep import split_tasks
+
+    cfg = build_config(
+        "skylake-8x",
+        "periodic:tasks=3,period_ms=10,duty_pct=30",
+        kernel="5.2",
+        duration="50ms",
+        cgroups=["cg1:max=50000/100000"],
+        run_in=["cg1"],
+    )
+    text = str(native.core_function("run")(_json.dumps(cfg)))
+    head, tasks = split_tasks(text)
+    whole = _json.loads(text)
+    assert tasks is not None and _json.loads(tasks) == whole.pop("tasks")
+    assert len(_json.loads(tasks)) == 3
+    assert _json.loads(head) == whole and "cg1" in whole["cgroups"]
+    loose = _json.dumps({"a": 1, "tasks": [{"pid": 1}]})
+    assert split_tasks(loose) == ('{"a":1}', '[{"pid":1}]')

@@ -138,11 +138,13 @@ def run_experiment(
     stream: Iterator[tuple[dict[str, Any], str]] | None = None
     try:
         stream = iter_results([s.task() for s in todo], backend, jobs, address)
-        for task, text in stream:
+        for task, (text, tasks_text) in stream:
             spec = by_key[task["key"]]
             result = json.loads(text)
             if store is not None:
-                store.save(spec, result)
+                store.save(spec, result, tasks_text)
+            elif tasks_text is not None:
+                result["tasks"] = json.loads(tasks_text)
             results[spec.key] = keep(result)
             executed += 1
             bar.advance()

@@ -1,9 +1,11 @@
 """Running many simulations: a local process pool (default), Dask or Ray (optional extras).
 
 Every backend runs `execute(task)` — a module-level function, so that it pickles — on plain
-data (`RunSpec.task()`: the run key and its SimConfig) and yields (task, result JSON text) as runs
-complete, in completion order. Each run is a pure function of its SimConfig, so the results
-do not depend on the backend or the number of workers.
+data (`RunSpec.task()`: the run key and its SimConfig) and yields (task, RunText) as runs
+complete, in completion order: the result JSON text, with the per-task list already cut out
+by the worker (`split_tasks`), so that the process collecting a kernel build's results neither
+parses nor re-serialises its tens of thousands of tasks. Each run is a pure function of its
+SimConfig, so the results do not depend on the backend or the number of workers.
 """
 
 from __future__ import annotations
@@ -45,11 +47,37 @@ class RunFailedError(RuntimeError):
         return self.message
 
 
-def execute(task: Task) -> str:
-    """Run one simulation in the core and return its result JSON (the worker function)."""
+#: A run's result JSON text without its per-task list, and that list's JSON text (None when
+#: the result has none).
+RunText = tuple[str, str | None]
+
+# the core serialises RunResult's fields in declaration order: `tasks` (objects of scalars)
+# comes right before `samples`; inside a JSON string every quote is escaped, so neither marker
+# can match inside one
+_TASKS_START = ',"tasks":['
+_TASKS_END = '],"samples":['
+
+
+def split_tasks(text: str) -> RunText:
+    """Cut the per-task list out of a result JSON text without parsing it: (the result without
+    `tasks`, the list's JSON text). Falls back to parsing when the markers are not found."""
+    start = text.find(_TASKS_START)
+    end = text.find(_TASKS_END, start + 1) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        tasks = text[start + len(_TASKS_START) - 1 : end + 1]
+        return text[:start] + text[end + 1 :], tasks
+    result = json.loads(text)
+    tasks_list = result.pop("tasks", None)
+    tasks_text = None if tasks_list is None else json.dumps(tasks_list, separators=(",", ":"))
+    return json.dumps(result, separators=(",", ":")), tasks_text
+
+
+def execute(task: Task) -> RunText:
+    """Run one simulation in the core and return its result JSON, split by `split_tasks` (the
+    worker function)."""
     run = native.core_function("run")
     try:
-        return str(run(json.dumps(task["config"], separators=(",", ":"))))
+        return split_tasks(str(run(json.dumps(task["config"], separators=(",", ":")))))
     except ValueError as err:
         raise RunConfigError(task["key"], str(err)) from None
     except (KeyboardInterrupt, SystemExit):
@@ -76,8 +104,8 @@ def iter_results(
     backend: str = "local",
     jobs: int | None = None,
     address: str | None = None,
-) -> Iterator[tuple[Task, str]]:
-    """Run `tasks` on `backend` and yield (task, result text) as each completes. Closing the
+) -> Iterator[tuple[Task, RunText]]:
+    """Run `tasks` on `backend` and yield (task, RunText) as each completes. Closing the
     iterator early (an error, Ctrl-C) cancels what has not started."""
     check_backend(backend)
     if jobs is not None and jobs < 1:

@@ -7,10 +7,12 @@ import logging
 from collections.abc import Iterator, Sequence
 
 from ..errors import ConfigError
-from . import Task, execute
+from . import RunText, Task, execute
 
 
-def iter_dask(tasks: Sequence[Task], jobs: int, address: str | None) -> Iterator[tuple[Task, str]]:
+def iter_dask(
+    tasks: Sequence[Task], jobs: int, address: str | None
+) -> Iterator[tuple[Task, RunText]]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:

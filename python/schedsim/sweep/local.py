@@ -7,10 +7,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-from . import Task, execute
+from . import RunText, Task, execute
 
 
-def iter_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[Task, str]]:
+def iter_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[Task, RunText]]:
     if jobs == 1 or len(tasks) == 1:
         for task in tasks:
             yield task, execute(task)
@@ -22,7 +22,7 @@ def iter_local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[Task, str]]:
     method = "fork" if sys.platform == "linux" else "spawn"
     context = multiprocessing.get_context(method)
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context)
-    pending: dict[Future[str], Task] = {}
+    pending: dict[Future[RunText], Task] = {}
     queue = list(reversed(tasks))
     window = 2 * min(jobs, len(tasks))  # a bounded queue: cancelling on Ctrl-C stays quick
     try:

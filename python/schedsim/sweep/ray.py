@@ -7,10 +7,12 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from ..errors import ConfigError
-from . import Task, execute
+from . import RunText, Task, execute
 
 
-def iter_ray(tasks: Sequence[Task], jobs: int, address: str | None) -> Iterator[tuple[Task, str]]:
+def iter_ray(
+    tasks: Sequence[Task], jobs: int, address: str | None
+) -> Iterator[tuple[Task, RunText]]:
     try:
         import ray
     except ImportError:

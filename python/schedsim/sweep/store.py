@@ -114,8 +114,9 @@ class RunStore:
             result.pop("tasks", None)
         return result
 
-    def save(self, spec: RunSpec, result: dict[str, Any]) -> Path:
-        """Write the run's file atomically."""
+    def save(self, spec: RunSpec, result: dict[str, Any], tasks_text: str | None = None) -> Path:
+        """Write the run's file atomically. The per-task list is `result["tasks"]`, or
+        `tasks_text` when the caller kept it as the core's JSON text."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -125,7 +126,9 @@ class RunStore:
         stored = {k: v for k, v in result.items() if k not in ("trace", "tasks")}
         record["result_json"] = json.dumps(stored, separators=(",", ":"))
         tasks = result.get("tasks")
-        record["tasks_json"] = None if tasks is None else json.dumps(tasks, separators=(",", ":"))
+        if tasks is not None:
+            tasks_text = json.dumps(tasks, separators=(",", ":"))
+        record["tasks_json"] = tasks_text
         record["config_json"] = json.dumps(spec.sim_config, separators=(",", ":"))
         record["store_format"] = STORE_FORMAT
         table = pa.Table.from_pylist([record])
