@@ -24,7 +24,7 @@ from .experiment import BenchmarkDef, Experiment, RunSpec
 from .report import mmtests
 from .report import stats as st
 from .results import RunResult, cgroup_metric
-from .sweep import RunConfigError, RunFailedError, check_backend, iter_results
+from .sweep import RunConfigError, RunFailedError, RunText, check_backend, iter_results
 from .sweep.store import RunStore, flat_row, sample_columns
 
 # turbostat columns MMTests keeps (MonitorTurbostat.pm), sorted as it sorts them, and the keys
@@ -135,7 +135,7 @@ def run_experiment(
     by_key = {s.key: s for s in todo}
     bar = _Progress(progress, experiment.name, len(experiment.specs), loaded)
     executed = 0
-    stream: Iterator[tuple[dict[str, Any], str]] | None = None
+    stream: Iterator[tuple[dict[str, Any], RunText]] | None = None
     try:
         stream = iter_results([s.task() for s in todo], backend, jobs, address)
         for task, (text, tasks_text) in stream:

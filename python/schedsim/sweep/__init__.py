@@ -52,8 +52,8 @@ class RunFailedError(RuntimeError):
 RunText = tuple[str, str | None]
 
 # the core serialises RunResult's fields in declaration order: `tasks` (objects of scalars)
-# comes right before `samples`; inside a JSON string every quote is escaped, so neither marker
-# can match inside one
+# comes right before `samples`, and no later field has a `tasks` key (the last match is the
+# list); inside a JSON string every quote is escaped, so neither marker can match inside one
 _TASKS_START = ',"tasks":['
 _TASKS_END = '],"samples":['
 
@@ -61,7 +61,7 @@ _TASKS_END = '],"samples":['
 def split_tasks(text: str) -> RunText:
     """Cut the per-task list out of a result JSON text without parsing it: (the result without
     `tasks`, the list's JSON text). Falls back to parsing when the markers are not found."""
-    start = text.find(_TASKS_START)
+    start = text.rfind(_TASKS_START)
     end = text.find(_TASKS_END, start + 1) if start >= 0 else -1
     if start >= 0 and end >= 0:
         tasks = text[start + len(_TASKS_START) - 1 : end + 1]
