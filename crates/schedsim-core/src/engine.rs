@@ -177,8 +177,8 @@ pub struct Sim {
     last_sample: (Time, Vec<Counters>, f64, f64),
     /// When the pending sample is due (samples restart at the measured interval's start).
     next_sample_at: Time,
-    /// The accumulators when the measured interval began (None: it is the whole run).
-    pub measure_base: Option<crate::metrics::MeasureBase>,
+    /// The accumulators when the measured interval began (at 0 unless the workload warms up).
+    pub measure_base: crate::metrics::MeasureBase,
     pub events_popped: u64,
 }
 
@@ -353,7 +353,7 @@ impl Sim {
             samples: Vec::new(),
             last_sample: (0, vec![Counters::default(); n], 0.0, 0.0),
             next_sample_at: 0,
-            measure_base: None,
+            measure_base: Default::default(),
             events_popped: 0,
             topo,
             cfg,
@@ -386,6 +386,7 @@ impl Sim {
         if sim.cfg.sample_interval_ns > 0 {
             sim.schedule_sample();
         }
+        sim.measure_base = crate::metrics::MeasureBase::capture(&sim);
         let from = sim.workload.measured_from_ns();
         if from > 0 && sim.end_time.is_none_or(|end| from < end) {
             sim.events.schedule(from, Ev::MeasureStart);
@@ -481,7 +482,7 @@ impl Sim {
             }
             Ev::MeasureStart => {
                 self.sync_all();
-                self.measure_base = Some(crate::metrics::MeasureBase::capture(self));
+                self.measure_base = crate::metrics::MeasureBase::capture(self);
                 if self.cfg.sample_interval_ns > 0 {
                     // the warm-up's last interval ends here; the measured intervals start here
                     if self.now > self.last_sample.0 {

@@ -46,9 +46,9 @@ pub fn turbostat_from_counters(prev: &[Counters], cur: &[Counters], tsc_khz: u64
     }
 }
 
-/// The accumulators at the start of the measured interval; the results report what
-/// accumulated after it.
-#[derive(Clone, Debug)]
+/// The accumulators at the start of the measured interval (the run's start unless the workload
+/// has a warm-up); the results report what accumulated after it.
+#[derive(Clone, Debug, Default)]
 pub struct MeasureBase {
     pub t_ns: u64,
     pub counters: Vec<Counters>,
@@ -72,29 +72,6 @@ impl MeasureBase {
             idle_ns: sim.rqs.iter().map(|rq| rq.idle_ns).collect(),
             idle_state_ns: sim.rqs.iter().map(|rq| rq.idle_state_ns.clone()).collect(),
             pkg_cstate_ns: sim.hw.pkg_cstate_ns.clone(),
-        }
-    }
-
-    /// The base of a run measured whole: every accumulator at zero.
-    fn zero(sim: &Sim) -> Self {
-        MeasureBase {
-            t_ns: 0,
-            counters: vec![Counters::default(); sim.counters.len()],
-            pkg_energy_uj: 0.0,
-            pkg_core_energy_uj: 0.0,
-            busy_ns: vec![0; sim.rqs.len()],
-            idle_ns: vec![0; sim.rqs.len()],
-            idle_state_ns: sim
-                .rqs
-                .iter()
-                .map(|rq| vec![0; rq.idle_state_ns.len()])
-                .collect(),
-            pkg_cstate_ns: sim
-                .hw
-                .pkg_cstate_ns
-                .iter()
-                .map(|p| vec![0; p.len()])
-                .collect(),
         }
     }
 }
@@ -287,10 +264,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     let elapsed_s = sim.now as f64 * 1e-9;
     let m = sim.workload.metrics(sim);
     let primary_value = m.values.get(&m.primary).copied().unwrap_or(0.0);
-    let base = sim
-        .measure_base
-        .clone()
-        .unwrap_or_else(|| MeasureBase::zero(sim));
+    let base = &sim.measure_base;
     let window_ns = sim.now - base.t_ns;
     let window_s = window_ns as f64 * 1e-9;
     let energy_j = (sim.hw.pkg_energy_uj.iter().sum::<f64>() - base.pkg_energy_uj) * 1e-6;
