@@ -177,6 +177,29 @@ def test_poll_ops_are_validated(fake_core) -> None:
         build_config("skylake-8x", empty, duration="10ms")
 
 
+def test_row_lock_and_group_commit_ops_are_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    txn = p.loop(
+        p.lock_row("branches", 10),
+        p.run(1000),
+        p.group_commit("wal", 450_000),
+        p.unlock_rows("branches"),
+    )
+    cfg = build_config("skylake-8x", p.custom_workload([p.task("t", txn)]), duration="10ms")
+    body = cfg["workload"]["custom"]["tasks"][0]["program"][0]["body"]
+    assert body[0] == {"op": "lock_row", "table": "branches", "rows": 10}
+    assert body[2] == {"op": "group_commit", "log": "wal", "ns": 450_000}
+    assert body[3] == {"op": "unlock_rows", "table": "branches"}
+    bad_ops = (
+        {"op": "lock_row", "table": "b", "rows": 0},
+        {"op": "group_commit", "log": "w", "ns": -1},
+    )
+    for bad in bad_ops:
+        with pytest.raises(ConfigError, match="custom workload"):
+            build_config("skylake-8x", p.custom_workload([p.task("t", bad)]), duration="10ms")
+
+
 def test_tcp_channels_are_validated(fake_core) -> None:
     from schedsim import programs as p
 

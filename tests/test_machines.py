@@ -808,3 +808,29 @@ def test_spec_mirrors_config_rs(struct: str) -> None:
         pytest.skip("crates/ not present")
     fields = rust_struct_fields(path.read_text(), struct)
     assert list(getattr(spec_mod, struct).model_fields) == fields
+
+
+def test_deep_state_exits_split_into_core_and_package_parts_that_add_up_to_intel_idle() -> None:
+    # intel_idle declares the worst case, package exit included: the core's part plus the exit
+    # of the package state the request allows must give it back
+    sky = load_machine("skylake-8x").spec
+    states = {s.name: s for s in next(iter(sky.idle_states.values()))}
+    pkg = {p.name: p.exit_latency_us for p in sky.package_idle_states}
+    assert states["C7s"].core_exit_latency_us + pkg["PC7"] == 124
+    assert states["C8"].core_exit_latency_us + pkg["PC8"] == 200
+    # C9/C10 requests land in PC8, the deepest package state of the desktop platform
+    for name in ("C9", "C10"):
+        assert states[name].core_exit_latency_us == states["C6"].exit_latency_us == 85
+    skx = load_machine("skylake-sp-104").spec
+    c6 = next(s for s in next(iter(skx.idle_states.values())) if s.name == "C6")
+    assert c6.core_exit_latency_us == 92  # intel_idle's note: C6 without package C6
+    assert c6.core_exit_latency_us + skx.package_idle_states[0].exit_latency_us == 133
+
+
+def test_core_exit_latency_cannot_exceed_the_declared_one() -> None:
+    from schedsim.spec import IdleStateSpec
+
+    with pytest.raises(ValueError, match="core_exit_latency_us 900 exceeds"):
+        IdleStateSpec(
+            name="C10", exit_latency_us=890, target_residency_us=5000, core_exit_latency_us=900
+        )

@@ -21,7 +21,7 @@ def test_gitsource_runs_its_share_of_the_2215_s_anchor_on_skylake_8x() -> None:
         kernel="6.12",
     )
     blocks = sum((i + 1) * 18400 // 1011 - i * 18400 // 1011 for i in range(50))
-    per_block = 30 + 2.5
+    per_block = 56 + 2.5
     share = (50 * 20 + blocks * per_block) / (1011 * 20 + 18400 * per_block)
     expect = 2215.3 * share
     assert r.primary["name"] == "elapsed_s"

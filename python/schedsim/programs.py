@@ -114,6 +114,23 @@ def unlock(mutex: str) -> Op:
     return {"op": "unlock", "mutex": mutex}
 
 
+def lock_row(table: str, rows: int) -> Op:
+    """Lock one uniformly drawn row of a table of `rows` row locks (an UPDATE of a random row);
+    blocks while another task holds that row. Held until `unlock_rows`."""
+    return {"op": "lock_row", "table": table, "rows": rows}
+
+
+def unlock_rows(table: str) -> Op:
+    """Release every row the task holds in `table` (the end of its transaction)."""
+    return {"op": "unlock_rows", "table": table}
+
+
+def group_commit(log: str, ns: int) -> Op:
+    """Make a commit record durable through a log with group commit: flush in iowait for `ns`
+    if no flush is under way, else wait and share the next flush."""
+    return {"op": "group_commit", "log": log, "ns": ns}
+
+
 def barrier(name: str) -> Op:
     """Meet every task instance whose program names this barrier."""
     return {"op": "barrier", "name": name}

@@ -67,8 +67,20 @@ class IdleStateSpec(_Strict):
     name: str
     exit_latency_us: NonNegativeInt
     target_residency_us: NonNegativeInt
+    core_exit_latency_us: NonNegativeInt | None = None
     power_mw: float = 0.0
     turbo_active: bool = False
+
+    @model_validator(mode="after")
+    def _core_exit_within_declared(self) -> "IdleStateSpec":
+        core = self.core_exit_latency_us
+        if core is not None and core > self.exit_latency_us:
+            raise ValueError(
+                f"idle state {self.name}: core_exit_latency_us {core} exceeds "
+                f"the declared exit_latency_us {self.exit_latency_us} (the declared value is the "
+                "worst case, package exit included)"
+            )
+        return self
 
 
 class PowerSpec(_Strict):
@@ -240,6 +252,23 @@ class UnlockOp(_Strict):
     mutex: str
 
 
+class LockRowOp(_Strict):
+    op: Literal["lock_row"] = "lock_row"
+    table: str
+    rows: int = Field(ge=1, le=2**32 - 1)
+
+
+class UnlockRowsOp(_Strict):
+    op: Literal["unlock_rows"] = "unlock_rows"
+    table: str
+
+
+class GroupCommitOp(_Strict):
+    op: Literal["group_commit"] = "group_commit"
+    log: str
+    ns: int = Field(ge=0)
+
+
 class BarrierOp(_Strict):
     op: Literal["barrier"] = "barrier"
     name: str
@@ -293,6 +322,9 @@ OpSpec = Annotated[
     | RunDistOp
     | LockOp
     | UnlockOp
+    | LockRowOp
+    | UnlockRowsOp
+    | GroupCommitOp
     | BarrierOp
     | CondWaitOp
     | SignalOp

@@ -282,7 +282,8 @@ pub struct PackageIdleStateSpec {
     pub min_core_state: usize,
     /// Package (uncore) power in this state (mW), replacing `package_idle_mw`.
     pub power_mw: f64,
-    /// Extra exit latency a wakeup pays when the package was in this state.
+    /// Extra exit latency a wakeup pays when the package was in this state, on top of the core
+    /// state's `core_exit_latency_us`.
     #[serde(default)]
     pub exit_latency_us: u64,
 }
@@ -399,8 +400,16 @@ pub struct FreqDomainSpec {
 #[serde(deny_unknown_fields)]
 pub struct IdleStateSpec {
     pub name: String,
+    /// The exit latency the kernel declares (cpuidle's `exit_latency`): what the governors and
+    /// the wakeup path read.
     pub exit_latency_us: u64,
     pub target_residency_us: u64,
+    /// What a wakeup from this state takes in hardware while the package is in no package
+    /// C-state; a package state adds its own `exit_latency_us`. Declared latencies of states
+    /// that let the package go deep are worst cases that include the package's exit, which a
+    /// busy neighbour core keeps from happening. `None`: the declared `exit_latency_us`.
+    #[serde(default)]
+    pub core_exit_latency_us: Option<u64>,
     /// Power of one core in this state (mW).
     #[serde(default)]
     pub power_mw: f64,

@@ -235,6 +235,7 @@ impl Sim {
                             name: "POLL".into(),
                             exit_latency_us: 0,
                             target_residency_us: 0,
+                            core_exit_latency_us: None,
                             power_mw: 0.0,
                             turbo_active: true,
                         }]
@@ -298,11 +299,7 @@ impl Sim {
                 ..Channel::default()
             })
             .collect();
-        let sync = crate::workload::sync::SyncState::new(
-            compiled.mutexes.len(),
-            compiled.conds.len(),
-            compiled.barriers.len(),
-        );
+        let sync = crate::workload::sync::SyncState::new(&compiled);
         let seed = cfg.seed;
         let trace = cfg.trace.then(TraceBuf::new);
         let mut sim = Sim {

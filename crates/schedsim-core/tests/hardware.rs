@@ -166,6 +166,47 @@ fn waking_a_cpu_pays_its_idle_state_exit_latency() {
 }
 
 #[test]
+fn a_deep_state_wakes_at_its_core_latency_unless_the_package_went_deep_too() {
+    // C10 declares 890 us, the worst case with the package's PC10 exit; the core alone wakes
+    // in 85 us. A task on CPU 1 sleeps 20 ms at a time (menu picks C10). With CPU 0 busy the
+    // package stays up and each wakeup takes 85 us; with CPU 0 idle too the package reaches
+    // PC10 and the wakeup takes 85 + 805 = 890 us.
+    let mut m = smp(2, 1, 1_000_000, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true},
+        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "turbo_active": true},
+        {"name": "C6", "exit_latency_us": 85, "target_residency_us": 200},
+        {"name": "C10", "exit_latency_us": 890, "core_exit_latency_us": 85, "target_residency_us": 5000}]);
+    m["package_idle_states"] =
+        json!([{"name": "PC10", "min_core_state": 3, "power_mw": 100.0, "exit_latency_us": 805}]);
+    let sleeper = json!({"name": "sleeper", "cpus": [1], "start_cpu": 1, "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "sleep", "ns": 20_000_000u64}, {"op": "run", "cycles": 1000.0}]}]});
+    let hog = json!({"name": "hog", "cpus": [0], "start_cpu": 0, "program": [
+        {"op": "loop", "count": -1, "body": [{"op": "run", "cycles": 1.0e6}]}]});
+    let mean_latency = |tasks: Value| {
+        let sim = run(config(m.clone(), custom(tasks, json!([])), "6.12", 500.0));
+        let t = sim
+            .tasks
+            .iter()
+            .find(|t| t.comm == "sleeper")
+            .expect("the sleeper");
+        // the first wakeups come before menu has learnt the 20 ms sleeps
+        assert!(t.stats.wakeup_latency_count >= 20);
+        t.stats.wakeup_latency_sum_ns as f64 / t.stats.wakeup_latency_count as f64
+    };
+    let busy_neighbour = mean_latency(json!([sleeper.clone(), hog]));
+    assert!(
+        (busy_neighbour - 85_000.0).abs() < 5_000.0,
+        "{busy_neighbour} ns with CPU 0 busy"
+    );
+    let idle_package = mean_latency(json!([sleeper]));
+    assert!(
+        (idle_package - 890_000.0).abs() < 40_000.0,
+        "{idle_package} ns with the package idle"
+    );
+}
+
+#[test]
 fn a_shared_domain_runs_at_the_highest_request_of_its_active_cpus() {
     let w = hogs(2, true);
     let mut sim = run(config(turbo_machine(), w, "6.12", 5.0));

@@ -409,6 +409,68 @@ fn pgbench_rw_is_slower_than_ro_and_waits_for_the_wal() {
 }
 
 #[test]
+fn pgbench_rw_at_scale_1_commits_one_transaction_per_flush() {
+    // every transaction updates the one branch row and holds it until its commit is durable,
+    // so no two commits are ever in the WAL at once: one commit per flush, at most one flush
+    // per 0.457 ms
+    let rw = sim(
+        shallow(4, 3_000_000, true),
+        "pgbench-rw",
+        json!({"clients": 8}),
+        200.0,
+    );
+    assert_eq!(metric(&rw, "commits_per_flush"), 1.0);
+    assert!(metric(&rw, "tps") <= 1.0 / 0.457e-3 * 1.01);
+}
+
+#[test]
+fn pgbench_rw_at_a_large_scale_shares_wal_flushes_between_commits() {
+    // 1000 branches: 16 clients rarely meet on a row, and the commits that arrive during a
+    // flush share the next one, so the rate passes the one-flush-per-commit bound
+    let one = sim(
+        shallow(4, 3_000_000, true),
+        "pgbench-rw",
+        json!({"clients": 16}),
+        200.0,
+    );
+    let big = sim(
+        shallow(4, 3_000_000, true),
+        "pgbench-rw",
+        json!({"clients": 16, "scale": 1000}),
+        200.0,
+    );
+    let (a, b) = (metric(&one, "tps"), metric(&big, "tps"));
+    assert!(a <= 1.0 / 0.457e-3 * 1.01, "scale 1: {a} tps");
+    assert!(b > 1.5 / 0.457e-3, "scale 1000: {b} tps");
+    let cpf = metric(&big, "commits_per_flush");
+    assert!(cpf > 1.5, "{cpf} commits per flush");
+    // a flush covers the commits of the flush before it: at most every client's
+    assert!(cpf <= 16.0, "{cpf}");
+}
+
+#[test]
+fn pgbench_threads_parameter_is_pgbench_j_capped_at_the_clients() {
+    // 80 CPUs on 1 node: spec 9.1 gives J = 80 / 8 = 10 at 64 clients; `threads` overrides
+    // it (MMTests' 2019 script ran -j NUMNODES), and never more threads than clients
+    for (c, j, want) in [(64, 0, 10), (64, 2, 2), (1, 2, 1), (5, 8, 5)] {
+        let s = Sim::new(config(
+            smp(80, 1, 1_000_000, false),
+            wl("pgbench-rw", json!({"clients": c, "threads": j})),
+            "6.12",
+            1.0,
+        ))
+        .unwrap();
+        let threads = s
+            .compiled
+            .programs
+            .iter()
+            .filter(|p| p.name.starts_with("pgbench-"))
+            .count();
+        assert_eq!(threads, want, "{c} clients, threads {j}");
+    }
+}
+
+#[test]
 fn pgbench_ro_transaction_is_two_hops_of_work_without_kernel_costs() {
     // 1 client on 1 CPU at 1 GHz without kernel costs: a transaction is the client's and the
     // backend's work back to back. Mean backend work is 75,000 cycles (lognormal, mean
@@ -621,10 +683,13 @@ fn bad_parameters_are_errors_that_name_them() {
         ("dbench", json!({"clients": 5000}), "clients"),
         ("dbench", json!({"clients": "many"}), "expected a number"),
         ("pgbench-ro", json!({"clients": 0}), "clients"),
+        ("pgbench-rw", json!({"scale": 0}), "scale"),
+        ("pgbench-rw", json!({"scale": 50_000}), "scale"),
+        ("pgbench-ro", json!({"threads": 5000}), "threads"),
         (
             "pgbench-rw",
-            json!({"scale": 10}),
-            "unknown parameter 'scale'",
+            json!({"branches": 10}),
+            "unknown parameter 'branches'",
         ),
         ("netperf-tcp-stream", json!({"msg_size": 0}), "msg_size"),
         ("netperf-udp-stream", json!({"msg_size": 70000}), "65507"),

@@ -198,6 +198,9 @@ class PresetIdleState(_Strict):
     name: str
     exit_latency_us: NonNegativeInt
     target_residency_us: NonNegativeInt
+    # the hardware's wake from this state with the package in no package state (<= the
+    # declared exit_latency_us, which the governors read); default: exit_latency_us
+    core_exit_latency_us: NonNegativeInt | None = None
     power_mw: float = 0.0
     turbo_active: bool = False
 

@@ -757,7 +757,8 @@ impl Sim {
         rq.curr.is_none() && rq.nr_running() == 0
     }
 
-    /// An IPI wakes an idle CPU: it runs after its idle state's exit latency.
+    /// An IPI wakes an idle CPU: it runs after the hardware's exit latency of its core state,
+    /// plus that of the package state the package is in.
     pub fn kick_idle_cpu(&mut self, cpu: usize) {
         let rq = &self.rqs[cpu];
         if rq.curr.is_some() || rq.waking {
@@ -766,7 +767,10 @@ impl Sim {
         let ct = self.topo.cpus[cpu].core_type;
         let lat_ns = rq
             .idle_state
-            .map(|s| self.idle_states[ct][s].exit_latency_us * 1000)
+            .map(|s| {
+                let st = &self.idle_states[ct][s];
+                st.core_exit_latency_us.unwrap_or(st.exit_latency_us) * 1000
+            })
             .unwrap_or(0)
             + self.package_exit_latency_ns(cpu);
         self.hw_sync_for(cpu);
@@ -1159,6 +1163,23 @@ impl Sim {
                 self.tasks[t].pc += 1;
                 Ok(self.op_barrier(t, cpu, barrier))
             }
+            Op::LockRow { table, rows } => {
+                self.tasks[t].pc += 1;
+                Ok(self.op_lock_row(t, cpu, table, rows))
+            }
+            Op::UnlockRows { table } => {
+                self.tasks[t].pc += 1;
+                self.op_unlock_rows(t, cpu, table);
+                Ok(true)
+            }
+            Op::GroupCommit { log, ns } => {
+                // the op runs again at each wakeup until the record is durable
+                let durable = self.op_group_commit(t, cpu, log, ns);
+                if durable {
+                    self.tasks[t].pc += 1;
+                }
+                Ok(durable)
+            }
             Op::CondWait { cond, mutex } => {
                 self.tasks[t].pc += 1;
                 self.op_cond_wait(t, cpu, cond, mutex);
@@ -1235,7 +1256,7 @@ impl Sim {
         true
     }
 
-    fn sleep_until(&mut self, t: TaskId, cpu: usize, at: Time, state: TaskState) {
+    pub(crate) fn sleep_until(&mut self, t: TaskId, cpu: usize, at: Time, state: TaskState) {
         self.arm_task_timer(t, cpu, at);
         self.block_task(t, cpu, state);
     }

@@ -8,8 +8,11 @@
 //! - `pgbench-ro` runs the built-in `select-only` script: one `SELECT abalance FROM
 //!   pgbench_accounts WHERE aid = :aid` per transaction.
 //! - `pgbench-rw` runs the built-in `tpcb-like` script: BEGIN, UPDATE accounts, SELECT, UPDATE
-//!   tellers, UPDATE branches, INSERT history, END. The commit (END) flushes the WAL in iowait
-//!   while holding `WALWriteLock` (one flush at a time).
+//!   tellers, UPDATE branches, INSERT history, END. Each UPDATE locks a random row of its table
+//!   (100,000 accounts, 10 tellers and 1 branch per unit of `scale`) until the transaction
+//!   ends. The commit (END) makes its record durable through the WAL with group commit: one
+//!   backend flushes in iowait for everyone whose record was inserted before it started, and
+//!   the row locks are released after the flush.
 //!
 //! Metric: `tps` (pgbench's transactions per second, MMTests' Hmean of `txn-<clients>`, higher
 //! is better) and the average latency pgbench prints (clients / tps, no think time).
@@ -28,8 +31,15 @@ pub fn constants() -> Constants {
     Constants::parse("pgbench", CONSTANTS).expect("data/workloads/pgbench.json is valid")
 }
 
-/// The lock a commit holds while it flushes the WAL.
-pub const WAL_LOCK: &str = "WALWriteLock";
+/// The write-ahead log a commit flushes (group commit, `XLogFlush`).
+pub const WAL: &str = "pg_wal";
+
+/// The tables whose rows a `tpcb-like` transaction updates, with rows per unit of scale.
+pub const TABLES: [(&str, u32); 3] = [
+    ("pgbench_accounts", 100_000),
+    ("pgbench_tellers", 10),
+    ("pgbench_branches", 1),
+];
 
 pub fn generator_ro() -> Generator {
     Generator {
@@ -51,6 +61,16 @@ fn params() -> Vec<ParamInfo> {
             name: "clients",
             default: 1.into(),
             description: "connections (pgbench -c), one backend process each",
+        },
+        ParamInfo {
+            name: "threads",
+            default: 0.into(),
+            description: "pgbench -j client threads (capped at clients); 0: one per node and per 8 CPUs of a node (spec 9.1)",
+        },
+        ParamInfo {
+            name: "scale",
+            default: 1.into(),
+            description: "pgbench -s: 1 branch, 10 tellers and 100,000 accounts per unit; the read-write script locks one row of each",
         },
         ParamInfo {
             name: "warmup_s",
@@ -75,19 +95,21 @@ pub fn info_ro() -> WorkloadInfo {
 pub fn info_rw() -> WorkloadInfo {
     WorkloadInfo {
         name: "pgbench-rw",
-        description: "pgbench tpcb-like (MMTests pgbench-timed-rw): seven statement round trips per transaction, the commit flushing the WAL in iowait under WALWriteLock; tps.",
+        description: "pgbench tpcb-like (MMTests pgbench-timed-rw): seven statement round trips per transaction, row locks on the updated account, teller and branch, the commit flushing the WAL in iowait with group commit; tps.",
         params: params(),
-        metrics: vec!["tps", "latency_ms_mean", "transactions", "threads"],
+        metrics: vec!["tps", "latency_ms_mean", "transactions", "threads", "commits_per_flush"],
         primary: "tps",
         higher_is_better: true,
         open_ended: true,
     }
 }
 
-/// One statement of a script: its mean backend work, whether it commits.
+/// One statement of a script: its mean backend work, the table whose row it locks (an index
+/// into `TABLES`), whether it commits.
 #[derive(Clone, Copy, Debug)]
 struct Stmt {
     cycles: f64,
+    locks: Option<usize>,
     commit: bool,
 }
 
@@ -97,6 +119,7 @@ pub struct Pgbench {
     pub clients: u32,
     /// pgbench -j: client threads.
     pub threads: u32,
+    pub scale: u32,
     pub warmup_ns: u64,
     script: Vec<Stmt>,
     client_stmt: f64,
@@ -122,29 +145,38 @@ impl Pgbench {
         let p = Params::new(info.name, ctx.params, &info)?;
         let clients = p.int("clients", 1, 1, 4096)? as u32;
         let warmup_s = p.f64("warmup_s", 0.0, 0.0, 86_400.0)?;
+        let threads = p.int("threads", 0, 0, 4096)? as u32;
+        // 42,949 is the largest scale whose accounts fit pgbench's int4 aid
+        let scale = p.int("scale", 1, 1, 42_949)? as u32;
         let k = constants();
-        let threads = threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len());
+        let threads = match threads {
+            0 => threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len()),
+            j => j.min(clients),
+        };
         let sel = Stmt {
             cycles: k.get("backend_select_cycles"),
-            commit: false,
-        };
-        let dml = Stmt {
-            cycles: k.get("backend_dml_cycles"),
+            locks: None,
             commit: false,
         };
         let ctl = Stmt {
             cycles: k.get("backend_txn_control_cycles"),
+            locks: None,
+            commit: false,
+        };
+        let dml = |locks| Stmt {
+            cycles: k.get("backend_dml_cycles"),
+            locks,
             commit: false,
         };
         let script = if rw {
             // BEGIN; UPDATE accounts; SELECT; UPDATE tellers; UPDATE branches; INSERT; END
             vec![
                 ctl,
-                dml,
+                dml(Some(0)),
                 sel,
-                dml,
-                dml,
-                dml,
+                dml(Some(1)),
+                dml(Some(2)),
+                dml(None),
                 Stmt {
                     commit: true,
                     ..ctl
@@ -157,6 +189,7 @@ impl Pgbench {
             rw,
             clients,
             threads,
+            scale,
             warmup_ns: (warmup_s * 1e9).round() as u64,
             script,
             client_stmt: k.get("client_stmt_cycles"),
@@ -189,6 +222,14 @@ impl Pgbench {
                 cycles: self.sock.recv(self.query_bytes, 1) + self.sock.tcp_send(self.result_bytes),
                 stall_ns: 0.0,
             });
+            if let Some(tb) = s.locks {
+                // the UPDATE finds its row and waits while another transaction holds it
+                let (table, per_scale) = TABLES[tb];
+                body.push(OpSpec::LockRow {
+                    table: table.into(),
+                    rows: per_scale * self.scale,
+                });
+            }
             body.push(OpSpec::RunDist {
                 dist: Dist::LogNormal {
                     mu: 0.0,
@@ -199,15 +240,16 @@ impl Pgbench {
                 stall_ns: 0.0,
             });
             if s.commit {
-                body.push(OpSpec::Lock {
-                    mutex: WAL_LOCK.into(),
-                });
-                body.push(OpSpec::Io {
+                body.push(OpSpec::GroupCommit {
+                    log: WAL.into(),
                     ns: self.wal_flush_ns,
                 });
-                body.push(OpSpec::Unlock {
-                    mutex: WAL_LOCK.into(),
-                });
+                // the row locks go after the commit record is durable
+                for (table, _) in TABLES {
+                    body.push(OpSpec::UnlockRows {
+                        table: table.into(),
+                    });
+                }
             }
             body.push(OpSpec::Send { chan: rsp.clone() });
             if k == last {
@@ -297,6 +339,16 @@ impl Model for Pgbench {
         );
         values.insert("transactions".into(), n as f64);
         values.insert("threads".into(), self.threads as f64);
+        if let Some(wal) = sim.compiled.logs.iter().position(|l| l == WAL) {
+            // commits per WAL flush over the whole run: 1 when commits never share a flush
+            let lg = &sim.sync.logs[wal];
+            if lg.flushes > 0 {
+                values.insert(
+                    "commits_per_flush".into(),
+                    lg.commits as f64 / lg.flushes as f64,
+                );
+            }
+        }
         Metrics {
             values,
             primary: "tps".into(),

@@ -67,6 +67,17 @@ pub enum Op {
     Unlock {
         mutex: usize,
     },
+    LockRow {
+        table: usize,
+        rows: u32,
+    },
+    UnlockRows {
+        table: usize,
+    },
+    GroupCommit {
+        log: usize,
+        ns: u64,
+    },
     Barrier {
         barrier: usize,
     },
@@ -137,6 +148,9 @@ pub struct Compiled {
     pub barriers: Vec<String>,
     /// Clock names (rt-app timer refs), indexed by clock id.
     pub clocks: Vec<String>,
+    /// Row-lock tables and group-commit logs, indexed by id.
+    pub tables: Vec<String>,
+    pub logs: Vec<String>,
     /// Parties of each barrier: the initial task instances whose program names it.
     pub barrier_parties: Vec<u32>,
 }
@@ -156,6 +170,8 @@ struct Names {
     conds: Vec<String>,
     barriers: Vec<String>,
     clocks: Vec<String>,
+    tables: Vec<String>,
+    logs: Vec<String>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> usize {
@@ -281,6 +297,25 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
             OpSpec::Unlock { mutex } => Op::Unlock {
                 mutex: intern(&mut ctx.names.mutexes, mutex),
             },
+            OpSpec::LockRow { table, rows } => {
+                if *rows == 0 {
+                    return Err(format!(
+                        "task '{}': lock_row on table '{table}' needs rows >= 1",
+                        ctx.task
+                    ));
+                }
+                Op::LockRow {
+                    table: intern(&mut ctx.names.tables, table),
+                    rows: *rows,
+                }
+            }
+            OpSpec::UnlockRows { table } => Op::UnlockRows {
+                table: intern(&mut ctx.names.tables, table),
+            },
+            OpSpec::GroupCommit { log, ns } => Op::GroupCommit {
+                log: intern(&mut ctx.names.logs, log),
+                ns: *ns,
+            },
             OpSpec::Barrier { name } => Op::Barrier {
                 barrier: intern(&mut ctx.names.barriers, name),
             },
@@ -391,6 +426,8 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
         conds: names.conds,
         barriers: names.barriers,
         clocks: names.clocks,
+        tables: names.tables,
+        logs: names.logs,
         barrier_parties,
     })
 }
@@ -457,23 +494,10 @@ impl Compiled {
         if groups.is_empty() {
             return self;
         }
-        let np = self.programs.len();
-        let (nc, nm, ncd, nb, nk) = (
-            self.channels.len(),
-            self.mutexes.len(),
-            self.conds.len(),
-            self.barriers.len(),
-            self.clocks.len(),
-        );
+        let n = ObjectCounts::of(&self);
         let mut out = Compiled {
-            programs: Vec::new(),
-            channels: Vec::new(),
             marks: self.marks.clone(),
-            mutexes: Vec::new(),
-            conds: Vec::new(),
-            barriers: Vec::new(),
-            clocks: Vec::new(),
-            barrier_parties: Vec::new(),
+            ..Compiled::default()
         };
         for (k, g) in groups.iter().enumerate() {
             let tag = |name: &String| format!("{name}@{g}");
@@ -481,7 +505,7 @@ impl Compiled {
                 let mut q = p.clone();
                 q.cgroup = Some(p.cgroup.clone().unwrap_or_else(|| g.clone()));
                 for op in &mut q.ops {
-                    shift_op(op, k, np, nc, nm, ncd, nb, nk);
+                    n.shift_op(op, k);
                 }
                 out.programs.push(q);
             }
@@ -495,6 +519,8 @@ impl Compiled {
             out.conds.extend(self.conds.iter().map(tag));
             out.barriers.extend(self.barriers.iter().map(tag));
             out.clocks.extend(self.clocks.iter().map(tag));
+            out.tables.extend(self.tables.iter().map(tag));
+            out.logs.extend(self.logs.iter().map(tag));
             out.barrier_parties
                 .extend(self.barrier_parties.iter().copied());
         }
@@ -502,32 +528,51 @@ impl Compiled {
     }
 }
 
-/// Shift the object indices of `op` into copy `k`.
-#[allow(clippy::too_many_arguments)]
-fn shift_op(
-    op: &mut Op,
-    k: usize,
-    np: usize,
-    nc: usize,
-    nm: usize,
-    ncd: usize,
-    nb: usize,
-    nk: usize,
-) {
-    match op {
-        Op::Send { chan } | Op::Recv { chan } => *chan += k * nc,
-        Op::RecvAny { chans } | Op::SendPolled { chans } => {
-            *chans = chans.iter().map(|c| c + k * nc).collect();
+/// How many objects of each kind one copy of a workload has (`Compiled::replicate`).
+struct ObjectCounts {
+    programs: usize,
+    channels: usize,
+    mutexes: usize,
+    conds: usize,
+    barriers: usize,
+    clocks: usize,
+    tables: usize,
+    logs: usize,
+}
+
+impl ObjectCounts {
+    fn of(c: &Compiled) -> Self {
+        ObjectCounts {
+            programs: c.programs.len(),
+            channels: c.channels.len(),
+            mutexes: c.mutexes.len(),
+            conds: c.conds.len(),
+            barriers: c.barriers.len(),
+            clocks: c.clocks.len(),
+            tables: c.tables.len(),
+            logs: c.logs.len(),
         }
-        Op::Fork { program } | Op::Resume { program } => *program += k * np,
-        Op::Lock { mutex } | Op::Unlock { mutex } => *mutex += k * nm,
-        Op::Barrier { barrier } => *barrier += k * nb,
-        Op::CondWait { cond, mutex } => {
-            *cond += k * ncd;
-            *mutex += k * nm;
+    }
+
+    /// Shift the object indices of `op` into copy `k`.
+    fn shift_op(&self, op: &mut Op, k: usize) {
+        match op {
+            Op::Send { chan } | Op::Recv { chan } => *chan += k * self.channels,
+            Op::RecvAny { chans } | Op::SendPolled { chans } => {
+                *chans = chans.iter().map(|c| c + k * self.channels).collect();
+            }
+            Op::Fork { program } | Op::Resume { program } => *program += k * self.programs,
+            Op::Lock { mutex } | Op::Unlock { mutex } => *mutex += k * self.mutexes,
+            Op::Barrier { barrier } => *barrier += k * self.barriers,
+            Op::CondWait { cond, mutex } => {
+                *cond += k * self.conds;
+                *mutex += k * self.mutexes;
+            }
+            Op::Signal { cond } | Op::Broadcast { cond } => *cond += k * self.conds,
+            Op::Clock { clock, .. } => *clock += k * self.clocks,
+            Op::LockRow { table, .. } | Op::UnlockRows { table } => *table += k * self.tables,
+            Op::GroupCommit { log, .. } => *log += k * self.logs,
+            _ => {}
         }
-        Op::Signal { cond } | Op::Broadcast { cond } => *cond += k * ncd,
-        Op::Clock { clock, .. } => *clock += k * nk,
-        _ => {}
     }
 }

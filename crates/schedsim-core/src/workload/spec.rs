@@ -193,6 +193,24 @@ pub enum OpSpec {
     Unlock {
         mutex: String,
     },
+    /// Lock one row of a table of `rows` row locks, drawn uniformly from the run's `workload`
+    /// PRNG stream (a transaction's `UPDATE ... WHERE id = :random`). Blocks while another task
+    /// holds that row; the task keeps it until `unlock_rows`.
+    LockRow {
+        table: String,
+        rows: u32,
+    },
+    /// Release every row the task holds in `table` (the end of its transaction).
+    UnlockRows {
+        table: String,
+    },
+    /// Make a commit record durable through a log with group commit: if no flush is under
+    /// way the task flushes (iowait for `ns`); otherwise it sleeps, and the first task that
+    /// arrived during that flush flushes next for all who arrived before it started.
+    GroupCommit {
+        log: String,
+        ns: u64,
+    },
     /// Rendezvous of every task instance whose program names this barrier; the last arrival
     /// wakes the others.
     Barrier {

@@ -1,8 +1,10 @@
 //! Synchronisation between task programs: mutexes with FIFO hand-off, condition variables,
 //! barriers, suspend/resume, yield (rt-app's lock/unlock, wait/signal/broad, barrier,
-//! suspend/resume and yield events; spec/ecosystem.md §1.4). A blocked task sleeps
-//! (TASK_INTERRUPTIBLE) and is woken from the CPU of the task that releases it, which pays
-//! the wakeup.
+//! suspend/resume and yield events; spec/ecosystem.md §1.4), and two database mechanisms:
+//! tables of row locks held to the end of a transaction, and a log with group commit
+//! (PostgreSQL's `XLogFlush` under `WALWriteLock`, spec/workloads.md §9.1). A blocked task
+//! sleeps (TASK_INTERRUPTIBLE) and is woken from the CPU of the task that releases it, which
+//! pays the wakeup.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -25,6 +27,47 @@ pub struct BarrierState {
     pub waiting: Vec<TaskId>,
 }
 
+/// A table of row locks: rows come into being when first locked.
+#[derive(Clone, Debug, Default)]
+pub struct RowTable {
+    pub rows: BTreeMap<u32, MutexState>,
+    /// The rows each task holds, in the order it locked them.
+    pub held: BTreeMap<TaskId, Vec<u32>>,
+}
+
+/// Where a task stands in a group commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitRole {
+    /// Flushing the log in iowait; its wakeup ends the flush.
+    Flushing,
+    /// Asleep: its record is in no flush yet.
+    Queued,
+    /// Woken to flush next, for everyone queued when it starts.
+    Leader,
+    /// Asleep while a flush that covers its record is under way.
+    Covered,
+    /// Its record is durable: woken to continue.
+    Durable,
+}
+
+/// A log with group commit. A flush writes every record inserted before it started: whoever
+/// commits while a flush is under way waits, and when the flush ends the first of them
+/// flushes for all of them (PostgreSQL's `XLogFlush`: the waiters on `WALWriteLock` wake when
+/// it is released; one takes it and writes the log up to the current insert position, the
+/// others find their record flushed when it is released again).
+#[derive(Clone, Debug, Default)]
+pub struct GroupLog {
+    pub flushing: bool,
+    /// Committers that arrived during the current flush.
+    pub queued: Vec<TaskId>,
+    /// Committers whose records the current flush covers (besides its flusher).
+    pub covered: Vec<TaskId>,
+    pub roles: BTreeMap<TaskId, CommitRole>,
+    /// Flushes completed and commits they made durable.
+    pub flushes: u64,
+    pub commits: u64,
+}
+
 /// All synchronisation objects of a run.
 #[derive(Clone, Debug, Default)]
 pub struct SyncState {
@@ -35,16 +78,20 @@ pub struct SyncState {
     pub clocks: Vec<Option<Time>>,
     /// Next expiry of the per-task (`unique`) clocks, by (task, clock).
     pub task_clocks: BTreeMap<(TaskId, usize), Time>,
+    pub tables: Vec<RowTable>,
+    pub logs: Vec<GroupLog>,
 }
 
 impl SyncState {
-    pub fn new(nmutex: usize, ncond: usize, nbarrier: usize) -> Self {
+    pub fn new(c: &crate::workload::program::Compiled) -> Self {
         SyncState {
-            mutexes: vec![MutexState::default(); nmutex],
-            conds: vec![VecDeque::new(); ncond],
-            barriers: vec![BarrierState::default(); nbarrier],
+            mutexes: vec![MutexState::default(); c.mutexes.len()],
+            conds: vec![VecDeque::new(); c.conds.len()],
+            barriers: vec![BarrierState::default(); c.barriers.len()],
             clocks: Vec::new(),
             task_clocks: BTreeMap::new(),
+            tables: vec![RowTable::default(); c.tables.len()],
+            logs: vec![GroupLog::default(); c.logs.len()],
         }
     }
 }
@@ -71,6 +118,115 @@ impl Sim {
         let mx = &mut self.sync.mutexes[m];
         mx.owner = mx.waiters.pop_front();
         if let Some(w) = mx.owner {
+            self.try_to_wake_up(w, cpu, WakeFlags::default());
+        }
+    }
+
+    /// `lock_row`: lock a uniformly drawn row of `table`; returns true if the task got it and
+    /// continues, false if it sleeps until the holder's `unlock_rows` hands it over.
+    pub fn op_lock_row(&mut self, t: TaskId, cpu: usize, table: usize, rows: u32) -> bool {
+        let row = self.rng_workload.below(rows as u64) as u32;
+        let tb = &mut self.sync.tables[table];
+        tb.held.entry(t).or_default().push(row);
+        let mx = tb.rows.entry(row).or_default();
+        match mx.owner {
+            None => {
+                mx.owner = Some(t);
+                true
+            }
+            Some(_) => {
+                mx.waiters.push_back(t);
+                self.block_task(t, cpu, TaskState::Sleeping);
+                false
+            }
+        }
+    }
+
+    /// `unlock_rows`: release every row the task holds in `table`, each to its first waiter.
+    pub fn op_unlock_rows(&mut self, t: TaskId, cpu: usize, table: usize) {
+        let tb = &mut self.sync.tables[table];
+        let rows = tb.held.remove(&t).unwrap_or_default();
+        let mut woken = Vec::new();
+        for row in rows {
+            let Some(mx) = tb.rows.get_mut(&row) else {
+                continue;
+            };
+            mx.owner = mx.waiters.pop_front();
+            match mx.owner {
+                Some(w) => woken.push(w),
+                None => {
+                    tb.rows.remove(&row);
+                }
+            }
+        }
+        for w in woken {
+            self.try_to_wake_up(w, cpu, WakeFlags::default());
+        }
+    }
+
+    /// `group_commit`: returns true when the task's record is durable and it continues; false
+    /// while it flushes or waits. The op is re-executed at each wakeup, and the task's role
+    /// says what the wakeup means.
+    pub fn op_group_commit(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) -> bool {
+        let lg = &mut self.sync.logs[log];
+        match lg.roles.remove(&t) {
+            None if !lg.flushing => {
+                lg.flushing = true;
+                self.start_flush(t, cpu, log, ns);
+                false
+            }
+            None => {
+                lg.queued.push(t);
+                lg.roles.insert(t, CommitRole::Queued);
+                self.block_task(t, cpu, TaskState::Sleeping);
+                false
+            }
+            Some(CommitRole::Leader) => {
+                // everyone queued until now has a record this flush writes
+                lg.covered = std::mem::take(&mut lg.queued);
+                for &w in &lg.covered {
+                    lg.roles.insert(w, CommitRole::Covered);
+                }
+                self.start_flush(t, cpu, log, ns);
+                false
+            }
+            Some(CommitRole::Flushing) => {
+                self.end_flush(cpu, log);
+                true
+            }
+            Some(CommitRole::Durable) => true,
+            Some(role @ (CommitRole::Queued | CommitRole::Covered)) => {
+                // not a wakeup of this log's: keep waiting
+                lg.roles.insert(t, role);
+                self.block_task(t, cpu, TaskState::Sleeping);
+                false
+            }
+        }
+    }
+
+    fn start_flush(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) {
+        self.sync.logs[log].roles.insert(t, CommitRole::Flushing);
+        self.sleep_until(t, cpu, self.now + ns, TaskState::IoWait);
+    }
+
+    /// The flush is done: its covered committers continue, and the first committer queued
+    /// during it (if any) flushes next.
+    fn end_flush(&mut self, cpu: usize, log: usize) {
+        let lg = &mut self.sync.logs[log];
+        let covered = std::mem::take(&mut lg.covered);
+        lg.flushes += 1;
+        lg.commits += 1 + covered.len() as u64;
+        for &w in &covered {
+            lg.roles.insert(w, CommitRole::Durable);
+        }
+        let leader = (!lg.queued.is_empty()).then(|| lg.queued.remove(0));
+        match leader {
+            Some(l) => {
+                lg.roles.insert(l, CommitRole::Leader);
+            }
+            None => lg.flushing = false,
+        }
+        for w in covered.into_iter().chain(leader) {
             self.try_to_wake_up(w, cpu, WakeFlags::default());
         }
     }
