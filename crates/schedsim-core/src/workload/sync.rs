@@ -20,6 +20,26 @@ pub struct MutexState {
     pub waiters: VecDeque<TaskId>,
 }
 
+impl MutexState {
+    /// Take the mutex if it is free (true); otherwise queue `t` behind the waiters (false: the
+    /// caller blocks it).
+    fn acquire(&mut self, t: TaskId) -> bool {
+        if self.owner.is_none() {
+            self.owner = Some(t);
+            true
+        } else {
+            self.waiters.push_back(t);
+            false
+        }
+    }
+
+    /// Release the mutex to its first waiter, who then owns it; returns that waiter to wake.
+    fn hand_over(&mut self) -> Option<TaskId> {
+        self.owner = self.waiters.pop_front();
+        self.owner
+    }
+}
+
 /// A barrier: how many have arrived in this round and who waits.
 #[derive(Clone, Debug, Default)]
 pub struct BarrierState {
@@ -99,25 +119,16 @@ impl SyncState {
 impl Sim {
     /// `lock`: returns true if the task got the mutex and continues.
     pub fn op_lock(&mut self, t: TaskId, cpu: usize, m: usize) -> bool {
-        let mx = &mut self.sync.mutexes[m];
-        match mx.owner {
-            None => {
-                mx.owner = Some(t);
-                true
-            }
-            Some(_) => {
-                mx.waiters.push_back(t);
-                self.block_task(t, cpu, TaskState::Sleeping);
-                false
-            }
+        let got = self.sync.mutexes[m].acquire(t);
+        if !got {
+            self.block_task(t, cpu, TaskState::Sleeping);
         }
+        got
     }
 
     /// `unlock`: hand the mutex to the first waiter, which wakes already owning it.
     pub fn op_unlock(&mut self, cpu: usize, m: usize) {
-        let mx = &mut self.sync.mutexes[m];
-        mx.owner = mx.waiters.pop_front();
-        if let Some(w) = mx.owner {
+        if let Some(w) = self.sync.mutexes[m].hand_over() {
             self.try_to_wake_up(w, cpu, WakeFlags::default());
         }
     }
@@ -128,18 +139,11 @@ impl Sim {
         let row = self.rng_workload.below(rows as u64) as u32;
         let tb = &mut self.sync.tables[table];
         tb.held.entry(t).or_default().push(row);
-        let mx = tb.rows.entry(row).or_default();
-        match mx.owner {
-            None => {
-                mx.owner = Some(t);
-                true
-            }
-            Some(_) => {
-                mx.waiters.push_back(t);
-                self.block_task(t, cpu, TaskState::Sleeping);
-                false
-            }
+        let got = tb.rows.entry(row).or_default().acquire(t);
+        if !got {
+            self.block_task(t, cpu, TaskState::Sleeping);
         }
+        got
     }
 
     /// `unlock_rows`: release every row the task holds in `table`, each to its first waiter.
@@ -151,9 +155,9 @@ impl Sim {
             let Some(mx) = tb.rows.get_mut(&row) else {
                 continue;
             };
-            mx.owner = mx.waiters.pop_front();
-            match mx.owner {
+            match mx.hand_over() {
                 Some(w) => woken.push(w),
+                // nobody waits: the row's lock goes away until a transaction picks it again
                 None => {
                     tb.rows.remove(&row);
                 }
