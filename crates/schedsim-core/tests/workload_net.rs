@@ -264,6 +264,24 @@ fn dbench_pass_time_matches_the_measured_op_latencies() {
 }
 
 #[test]
+fn dbench_flush_io_us_is_the_device_time_of_every_flush() {
+    // 5 ms more per Flush (a disk instead of the measured virtio device): the 43 Flush lines
+    // of a pass, each waiting for its data and the journal commit, add 43 x 5 ms to the pass
+    let s = sim(
+        shallow(2, 3_000_000, true),
+        "dbench",
+        json!({"flush_io_us": 5427}),
+        1200.0,
+    );
+    let want = dbench_pass_ms_at_3ghz() + 43.0 * 5.0;
+    let got = metric(&s, "loadfile_ms_mean");
+    assert!(
+        got >= want && got < want * 1.02,
+        "pass {got} ms, expected {want} ms"
+    );
+}
+
+#[test]
 fn dbench_clients_block_in_iowait_on_flush() {
     let s = sim(shallow(2, 3_000_000, true), "dbench", json!({}), 400.0);
     let names: Vec<&str> = s.tasks.iter().map(|t| t.comm.as_str()).collect();
@@ -406,6 +424,27 @@ fn pgbench_rw_is_slower_than_ro_and_waits_for_the_wal() {
         let lat = metric(&rw, "latency_ms_mean");
         assert!((lat * b / 1e3 - c as f64).abs() < 1e-6);
     }
+}
+
+#[test]
+fn pgbench_rw_wal_flush_us_is_the_time_of_every_commit_flush() {
+    // one client commits alone: each transaction waits for exactly one flush, so 5 ms more
+    // per flush is 5 ms more per transaction
+    let lat = |f: f64| {
+        let s = sim(
+            shallow(4, 3_000_000, true),
+            "pgbench-rw",
+            json!({"clients": 1, "wal_flush_us": f}),
+            300.0,
+        );
+        assert_eq!(metric(&s, "commits_per_flush"), 1.0);
+        metric(&s, "latency_ms_mean")
+    };
+    let (fast, slow) = (lat(457.0), lat(5457.0));
+    assert!(
+        ((slow - fast) - 5.0).abs() < 0.05,
+        "latency {fast} ms with 0.457 ms flushes, {slow} ms with 5.457 ms"
+    );
 }
 
 #[test]
@@ -686,6 +725,8 @@ fn bad_parameters_are_errors_that_name_them() {
         ("pgbench-rw", json!({"scale": 0}), "scale"),
         ("pgbench-rw", json!({"scale": 50_000}), "scale"),
         ("pgbench-ro", json!({"threads": 5000}), "threads"),
+        ("pgbench-rw", json!({"wal_flush_us": 0}), "wal_flush_us"),
+        ("dbench", json!({"flush_io_us": -1}), "flush_io_us"),
         (
             "pgbench-rw",
             json!({"branches": 10}),

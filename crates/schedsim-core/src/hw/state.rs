@@ -55,6 +55,9 @@ pub struct HwState {
     pub pkg_last_ceiling_khz: Vec<u64>,
     /// Domains whose delivered frequency the last `refresh_package_from` changed.
     pub changed_fds: Vec<usize>,
+    /// The domains `refresh_package_from` recomputes (reused, so the event path allocates
+    /// nothing).
+    pub refresh_fds: Vec<usize>,
 }
 
 impl HwState {
@@ -84,6 +87,7 @@ impl HwState {
             pkg_last_active: vec![u32::MAX; npkg],
             pkg_last_ceiling_khz: vec![0; npkg],
             changed_fds: Vec::new(),
+            refresh_fds: Vec::new(),
         }
     }
 }
@@ -324,17 +328,19 @@ impl Sim {
         // while neither moved, only `fd` can change
         let same_turbo_inputs = self.hw.pkg_last_active[pkg] == active as u32
             && self.hw.pkg_last_ceiling_khz[pkg] == ceiling;
-        let fds: Vec<usize> = match fd {
-            Some(f) if self.fds[f].turbo_khz.is_empty() || same_turbo_inputs => vec![f],
+        let mut fds = std::mem::take(&mut self.hw.refresh_fds);
+        fds.clear();
+        match fd {
+            Some(f) if self.fds[f].turbo_khz.is_empty() || same_turbo_inputs => fds.push(f),
             _ => {
                 self.hw.pkg_last_active[pkg] = active as u32;
                 self.hw.pkg_last_ceiling_khz[pkg] = ceiling;
-                self.hw.pkg_fds[pkg].clone()
+                fds.extend_from_slice(&self.hw.pkg_fds[pkg]);
             }
-        };
+        }
         let mut changed = false;
         self.hw.changed_fds.clear();
-        for i in fds {
+        for &i in &fds {
             let target = self
                 .domain_target_khz(i)
                 .unwrap_or(self.fds[i].requested_khz);
@@ -349,7 +355,8 @@ impl Sim {
                 self.fds[i].delivered_khz = d;
                 self.hw.changed_fds.push(i);
                 changed = true;
-                for c in self.fds[i].cpus.clone() {
+                for k in 0..self.fds[i].cpus.len() {
+                    let c = self.fds[i].cpus[k];
                     let core = self.topo.cpus[c].core;
                     if self.topo.core_cpus[core][0] == c {
                         self.update_core_power(core);
@@ -357,6 +364,7 @@ impl Sim {
                 }
             }
         }
+        self.hw.refresh_fds = fds;
         self.refresh_package_cstate(pkg);
         // the uncore follows the fastest busy core; idle cores keep a stale request
         let top = self.topo.package_cores[pkg]

@@ -23,6 +23,9 @@ struct Key {
     gen: u32,
 }
 
+/// Cancelled entries tolerated beyond twice the live ones before the heap is compacted.
+const COMPACT_SLACK: usize = 256;
+
 /// A deterministic future-event set.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<Key>>,
@@ -75,7 +78,19 @@ impl<E> EventQueue<E> {
             return false;
         }
         self.release(s);
+        if self.heap.len() > 2 * self.live + COMPACT_SLACK {
+            self.compact();
+        }
         true
+    }
+
+    /// Drop every cancelled entry from the heap. Keys are unique (time, seq), so the pop order
+    /// of the live events is unchanged.
+    fn compact(&mut self) {
+        let (gens, payload) = (&self.gens, &self.payload);
+        self.heap.retain(|Reverse(k)| {
+            gens[k.slot as usize] == k.gen && payload[k.slot as usize].is_some()
+        });
     }
 
     fn release(&mut self, s: usize) -> Option<E> {

@@ -46,6 +46,7 @@ pub fn info() -> WorkloadInfo {
         params: vec![
             ParamInfo { name: "clients", default: 1.into(), description: "client processes" },
             ParamInfo { name: "warmup_s", default: 0.0.into(), description: "seconds excluded from the throughput, the loadfile samples and the latency samples (MMTests runs dbench with --warmup 0)" },
+            ParamInfo { name: "flush_io_us", default: constants().get("flush_io_us").into(), description: "device time of one Flush (fsync): its data write, then the journal commit (journal_fraction of it), us; the default is measured on a virtio guest (data/workloads/dbench.json)" },
         ],
         metrics: vec![
             "loadfile_ms_mean", "loadfile_ms_min", "loadfile_ms_max", "loadfile_ms_stddev",
@@ -93,9 +94,10 @@ impl Dbench {
         let cks = loadfile::checkpoints(lines.len(), lf.get("checkpoints_per_pass") as usize);
         let ck_bytes = loadfile::checkpoint_bytes(&lines, &cks);
         let k = constants();
-        let costs = op_costs(&lines, &k, lf.get("ref_mhz"));
-        let flush_io = k.get("flush_io_us") * 1e3;
-        let commit_ns = (flush_io * k.get("journal_fraction")).round() as u64;
+        let flush_io_us = p.f64("flush_io_us", k.get("flush_io_us"), 1.0, 1e6)?;
+        let flush_io = (flush_io_us * 1e3).round() as u64;
+        let costs = op_costs(&lines, &k, lf.get("ref_mhz"), flush_io);
+        let commit_ns = (flush_io as f64 * k.get("journal_fraction")).round() as u64;
         Ok(Dbench {
             clients,
             warmup_ns: (warmup_s * 1e9).round() as u64,
@@ -212,7 +214,8 @@ impl Dbench {
 
 /// Cost of every line: CPU from the measured per-op latencies at the measurement clock, the
 /// page-cache copy per byte, and the waits.
-pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
+/// `flush_io` is the device time of one Flush in ns (the data write, then the journal commit).
+pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64, flush_io: u64) -> Vec<OpCost> {
     let us = |name: &str| k.get(name) * ref_mhz;
     let ns = |name: &str| (k.get(name) * 1e3).round() as u64;
     let copy = k.get("pagecache_copy_cycles_per_byte");
@@ -223,7 +226,6 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64) -> Vec<OpCost> {
     let pauses = (written as f64 / throttle_bytes).round() as u64;
     let mut cum = 0u64;
     let mut next_pause = 0u64;
-    let flush_io = ns("flush_io_us");
     let commit = (flush_io as f64 * k.get("journal_fraction")).round() as u64;
     let data = flush_io - commit;
     lines

@@ -77,6 +77,11 @@ fn params() -> Vec<ParamInfo> {
             default: 0.0.into(),
             description: "seconds excluded from tps",
         },
+        ParamInfo {
+            name: "wal_flush_us",
+            default: constants().get("wal_flush_us").into(),
+            description: "time of one WAL flush (fdatasync of the WAL on the database's device), us; the default is an fsync measured on a virtio guest (data/workloads/pgbench.json)",
+        },
     ]
 }
 
@@ -149,6 +154,7 @@ impl Pgbench {
         // 42,949 is the largest scale whose accounts fit pgbench's int4 aid
         let scale = p.int("scale", 1, 1, 42_949)? as u32;
         let k = constants();
+        let wal_flush_us = p.f64("wal_flush_us", k.get("wal_flush_us"), 1.0, 1e6)?;
         let threads = match threads {
             0 => threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len()),
             j => j.min(clients),
@@ -194,7 +200,7 @@ impl Pgbench {
             script,
             client_stmt: k.get("client_stmt_cycles"),
             sigma: k.get("backend_sigma"),
-            wal_flush_ns: (k.get("wal_flush_us") * 1e3).round() as u64,
+            wal_flush_ns: (wal_flush_us * 1e3).round() as u64,
             query_bytes: k.get("query_bytes") as u64,
             result_bytes: k.get("result_bytes") as u64,
             sock: SockCosts::new(&loopback()),
