@@ -168,6 +168,28 @@ fn fork_wait_exit_chain_runs_serially() {
 }
 
 #[test]
+fn a_dead_tasks_load_stays_on_its_idle_cpu_so_serial_children_spread() {
+    // task_dead_fair() only queues the dead task's averages in cfs_rq->removed; its idle CPU
+    // applies them at its next PELT update (new-idle balance is skipped with nothing
+    // overloaded, the nohz blocked-load update runs every 32 ms), so the next fork sees that
+    // CPU's load. v5.2 find_idlest_group() breaks ties of runnable load by the blocked load
+    // (any load loses to none), so a shell forking one 2 ms child at a time on four CPUs puts
+    // each child on a CPU no recent child used, where detaching at exit gave them all the
+    // same one.
+    let child = json!({"name": "child", "start": false, "program": [{"op": "run", "cycles": cycles(2.0, KHZ)}, {"op": "exit"}]});
+    let parent = json!({"name": "shell", "start_cpu": 0, "program": [
+        {"op": "loop", "count": 3, "body": [{"op": "fork", "task": "child"}, {"op": "wait"}]}]});
+    let w = custom(json!([parent, child]), json!([]));
+    let sim = run(config(smp(4, 1, KHZ, false), w, "5.2", 0.0));
+    let cpus: Vec<usize> = sim.tasks[1..].iter().map(|t| t.cpu).collect();
+    assert_eq!(cpus, [1, 2, 3], "children's CPUs");
+    // the last child's CPU still carries it until that CPU's next update
+    let last = &sim.rqs[3].cfs;
+    assert_eq!(last.removed.nr, 1);
+    assert!(last.avg.load_avg > 0);
+}
+
+#[test]
 fn pingpong_over_channels_alternates() {
     let a = json!({"name": "ping", "program": [{"op": "loop", "count": 100, "body": [
         {"op": "run", "cycles": 10000.0}, {"op": "send", "chan": "a2b"}, {"op": "recv", "chan": "b2a"}]}]});

@@ -343,8 +343,15 @@ impl Sim {
             let se = &mut self.tasks[t].se;
             se.vruntime = se.vruntime.wrapping_sub(min);
         }
-        // remove_entity_load_avg(): sync to the old cfs_rq and queue the removal
-        let last = self.rqs[old].cfs.avg.last_update_time;
+        self.remove_entity_load_avg(t, old);
+        self.finish_migration(t, old, new_cpu);
+    }
+
+    /// `remove_entity_load_avg()`: sync a task that is not queued to `cpu`'s cfs_rq and queue
+    /// its averages in `cfs_rq->removed`, which the next `update_cfs_rq_load_avg` of that
+    /// cfs_rq subtracts. Until then the cfs_rq's load and utilization still carry them.
+    fn remove_entity_load_avg(&mut self, t: TaskId, cpu: usize) {
+        let last = self.rqs[cpu].cfs.avg.last_update_time;
         let kind = self.pelt_kind();
         let task = &mut self.tasks[t];
         if task.se.avg.last_update_time != 0 {
@@ -352,9 +359,8 @@ impl Sim {
                 .avg
                 .update(last, 0, 0, 0, task.se.weight, task.se.weight, kind);
             let avg = task.se.avg;
-            avg.remove_from(&mut self.rqs[old].cfs.removed);
+            avg.remove_from(&mut self.rqs[cpu].cfs.removed);
         }
-        self.finish_migration(t, old, new_cpu);
     }
 
     fn pelt_kind(&self) -> pelt::RunnableKind {
@@ -425,7 +431,11 @@ impl Sim {
         self.resched_curr(cpu);
     }
 
-    /// `do_exit()`: dequeue, detach the PELT contribution, notify the parent.
+    /// `do_exit()`: dequeue like a sleep, notify the parent; then `task_dead_fair()` queues
+    /// the task's averages for removal (`remove_entity_load_avg`), so its CPU's load and
+    /// utilization keep them until that runqueue's next PELT update. On a CPU that goes idle
+    /// that is the new-idle balance (when it runs) or the nohz blocked-load update, up to
+    /// tens of milliseconds later: the next fork sees the dead task's load there.
     pub fn do_exit(&mut self, t: TaskId, cpu: usize) {
         self.update_rq_clock(cpu);
         self.account_task_state(t);
@@ -435,7 +445,10 @@ impl Sim {
         }
         self.tasks[t].state = TaskState::Dead;
         self.tasks[t].stats.exit_ns = Some(self.now);
-        self.deactivate_task(cpu, t, true, true);
+        self.deactivate_task(cpu, t, true, false);
+        if !self.is_rt(t) {
+            self.remove_entity_load_avg(t, cpu);
+        }
         let tg = self.tasks[t].tg;
         if tg != super::cgroup::ROOT_TG {
             self.tgs[tg].members.retain(|&x| x != t);
