@@ -164,4 +164,22 @@ mod tests {
         assert_eq!(q.pop(), None);
         assert!(q.is_empty());
     }
+
+    #[test]
+    fn compaction_bounds_the_heap_and_keeps_the_order() {
+        // 100 live events among 100,000 scheduled and cancelled ones (re-armed timers): the heap
+        // never holds more than twice the live events plus the slack, and pops in time order
+        let mut q = EventQueue::new();
+        for i in 0..100u64 {
+            q.schedule(1_000_000 - i, i);
+            for j in 0..1000u64 {
+                let h = q.schedule(2_000_000 + j, u64::MAX);
+                assert!(q.cancel(h));
+                assert!(q.heap.len() <= 2 * q.len() + COMPACT_SLACK + 1);
+            }
+        }
+        assert_eq!(q.len(), 100);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, (0..100u64).rev().collect::<Vec<_>>());
+    }
 }
