@@ -1,7 +1,9 @@
 //! The event queue: a binary heap ordered by (time, insertion sequence), so that events due at
 //! the same instant pop in the order they were scheduled, with O(1) cancellation through
 //! generation-checked slots (a cancelled event is dropped when it reaches the top and is not
-//! counted as a popped event).
+//! counted as a popped event). Timers re-armed on every message cancel far-future events in
+//! bulk, so once the cancelled entries outnumber the live ones the heap is rebuilt from the
+//! live ones (amortised O(1) per cancellation).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +27,11 @@ struct Key {
 
 /// Cancelled entries tolerated beyond twice the live ones before the heap is compacted.
 const COMPACT_SLACK: usize = 256;
+
+/// Whether a heap entry is still the live event of its slot (not cancelled, not fired).
+fn is_live<E>(gens: &[u32], payload: &[Option<E>], k: &Key) -> bool {
+    gens[k.slot as usize] == k.gen && payload[k.slot as usize].is_some()
+}
 
 /// A deterministic future-event set.
 pub struct EventQueue<E> {
@@ -88,9 +95,7 @@ impl<E> EventQueue<E> {
     /// of the live events is unchanged.
     fn compact(&mut self) {
         let (gens, payload) = (&self.gens, &self.payload);
-        self.heap.retain(|Reverse(k)| {
-            gens[k.slot as usize] == k.gen && payload[k.slot as usize].is_some()
-        });
+        self.heap.retain(|Reverse(k)| is_live(gens, payload, k));
     }
 
     fn release(&mut self, s: usize) -> Option<E> {
@@ -103,9 +108,10 @@ impl<E> EventQueue<E> {
     /// Pop the earliest live event.
     pub fn pop(&mut self) -> Option<(Time, E)> {
         while let Some(Reverse(k)) = self.heap.pop() {
-            let s = k.slot as usize;
-            if self.gens[s] == k.gen && self.payload[s].is_some() {
-                let ev = self.release(s).expect("live slot has a payload");
+            if is_live(&self.gens, &self.payload, &k) {
+                let ev = self
+                    .release(k.slot as usize)
+                    .expect("live slot has a payload");
                 return Some((k.time, ev));
             }
         }
@@ -115,8 +121,7 @@ impl<E> EventQueue<E> {
     /// Time of the earliest live event.
     pub fn peek_time(&mut self) -> Option<Time> {
         while let Some(Reverse(k)) = self.heap.peek() {
-            let s = k.slot as usize;
-            if self.gens[s] == k.gen && self.payload[s].is_some() {
+            if is_live(&self.gens, &self.payload, k) {
                 return Some(k.time);
             }
             self.heap.pop();
