@@ -190,6 +190,31 @@ fn a_dead_tasks_load_stays_on_its_idle_cpu_so_serial_children_spread() {
 }
 
 #[test]
+fn a_child_exit_wakes_its_parent_with_wf_sync() {
+    // exit_notify() wakes the waiting parent with __wake_up_sync_key() (WF_SYNC) while the
+    // dying child is still queued. Two CPUs, each running a pinned hog (runnable load L near
+    // 1024); the child runs pinned on CPU 1; the shell slept 200 ms first, so its load is
+    // ~16. At the exit, v5.2 wake_affine_weight() compares this = L + 16 (sync subtracts the
+    // dying current's load from CPU 1's L + child) times 100 with prev = (L - 16) times 108
+    // (WA_BIAS: 100 + (imbalance_pct 117 - 100) / 2): CPU 1 wins for any L above 416. Without
+    // WF_SYNC this = 2L + 16 loses to prev and the shell would go back to CPU 0. No CPU is
+    // idle, so select_idle_sibling() keeps the target.
+    let hog = |name: &str, cpu: usize| {
+        json!({"name": name, "start_cpu": cpu, "program": [
+            {"op": "set_affinity", "cpus": [cpu]}, {"op": "run", "cycles": cycles(600.0, KHZ)}]})
+    };
+    let child = json!({"name": "child", "start": false, "program": [
+        {"op": "set_affinity", "cpus": [1]}, {"op": "run", "cycles": cycles(10.0, KHZ)}, {"op": "exit"}]});
+    let shell = json!({"name": "shell", "start_cpu": 0, "program": [
+        {"op": "sleep", "ns": 200_000_000u64}, {"op": "fork", "task": "child"}, {"op": "wait"}]});
+    let w = custom(json!([shell, hog("hog0", 0), hog("hog1", 1), child]), json!([]));
+    let sim = run(config(smp(2, 1, KHZ, false), w, "5.2", 0.0));
+    assert_eq!(sim.tasks[3].cpu, 1, "the child ran on CPU 1");
+    assert!(sim.tasks[3].stats.exit_ns.unwrap() < 300_000_000, "the hogs were still running");
+    assert_eq!(sim.tasks[0].cpu, 1, "the shell woke on its child's CPU");
+}
+
+#[test]
 fn pingpong_over_channels_alternates() {
     let a = json!({"name": "ping", "program": [{"op": "loop", "count": 100, "body": [
         {"op": "run", "cycles": 10000.0}, {"op": "send", "chan": "a2b"}, {"op": "recv", "chan": "b2a"}]}]});

@@ -431,11 +431,13 @@ impl Sim {
         self.resched_curr(cpu);
     }
 
-    /// `do_exit()`: dequeue like a sleep, notify the parent; then `task_dead_fair()` queues
-    /// the task's averages for removal (`remove_entity_load_avg`), so its CPU's load and
-    /// utilization keep them until that runqueue's next PELT update. On a CPU that goes idle
-    /// that is the new-idle balance (when it runs) or the nohz blocked-load update, up to
-    /// tens of milliseconds later: the next fork sees the dead task's load there.
+    /// `do_exit()`: `exit_notify()` wakes a waiting parent while the dying task is still
+    /// current and queued (`__wake_up_parent` is a sync wakeup, so `wake_affine` may pull the
+    /// parent to this CPU); then `do_task_dead()` dequeues it like a sleep and
+    /// `task_dead_fair()` queues its averages for removal (`remove_entity_load_avg`), so its
+    /// CPU's load and utilization keep them until that runqueue's next PELT update. On a CPU
+    /// that goes idle that is the new-idle balance (when it runs) or the nohz blocked-load
+    /// update, up to tens of milliseconds later: the next fork sees the dead task's load there.
     pub fn do_exit(&mut self, t: TaskId, cpu: usize) {
         self.update_rq_clock(cpu);
         self.account_task_state(t);
@@ -443,8 +445,9 @@ impl Sim {
             let p = self.trace_ref(Some(t));
             self.trace_event(cpu, Payload::Exit { p });
         }
-        self.tasks[t].state = TaskState::Dead;
         self.tasks[t].stats.exit_ns = Some(self.now);
+        self.exit_notify(t, cpu);
+        self.tasks[t].state = TaskState::Dead;
         self.deactivate_task(cpu, t, true, false);
         if !self.is_rt(t) {
             self.remove_entity_load_avg(t, cpu);
@@ -455,17 +458,24 @@ impl Sim {
         }
         self.stats.exits += 1;
         self.live_tasks -= 1;
-        if let Some(p) = self.tasks[t].parent {
-            let parent = &mut self.tasks[p];
-            parent.live_children -= 1;
-            if parent.waiting_for_child && matches!(parent.state, TaskState::Sleeping) {
-                parent.waiting_for_child = false;
-                self.try_to_wake_up(p, cpu, WakeFlags::default());
-            } else {
-                parent.exited_children += 1;
-            }
-        }
         self.resched_curr(cpu);
+    }
+
+    /// `exit_notify()` → `do_notify_parent()`: a parent sleeping in `wait()` is woken with
+    /// `WF_SYNC` (`__wake_up_parent` → `__wake_up_sync_key`); otherwise the exit is recorded
+    /// for its next `wait()`.
+    fn exit_notify(&mut self, t: TaskId, cpu: usize) {
+        let Some(p) = self.tasks[t].parent else {
+            return;
+        };
+        let parent = &mut self.tasks[p];
+        parent.live_children -= 1;
+        if parent.waiting_for_child && matches!(parent.state, TaskState::Sleeping) {
+            parent.waiting_for_child = false;
+            self.try_to_wake_up(p, cpu, WakeFlags { sync: true });
+        } else {
+            parent.exited_children += 1;
+        }
     }
 
     /// Close the current accounting interval of a task (wait / sleep / iowait time).
