@@ -71,9 +71,9 @@ class Cell:
     config: str
     published: float
     higher_is_better: bool
-    section: str = (
-        "ratio"  # where the simulated value is read: ratio|metric|turbostat|perf-per-watt
-    )
+    # where the simulated value is read: ratio|metric|turbostat|perf-per-watt|
+    # perf-per-watt-whole (simulated_value)
+    section: str = "ratio"
     kind: str = "ratio"  # ratio | abs
     metric: str | None = None  # the schedsim metric, where a benchmark tabulates several
     baseline: str | None = None  # for cells of absolute tables: the config they are divided by
@@ -147,6 +147,14 @@ def load_published(path: Path) -> tuple[dict[str, Any], list[Cell]]:
                 "section": t["section"],
                 "metric": t.get("metric"),
             }
+            if t["section"] == "perf-per-watt-whole":
+                # a ratio of two configs' perf/W: divided by the baseline's own
+                if "baseline" not in t:
+                    raise ValueError(
+                        f"{path}: table {t['name']!r}: section perf-per-watt-whole needs "
+                        "`baseline`, the config its ratios are to"
+                    )
+                common["baseline"] = t["baseline"]
             if not absolute:
                 cells += [
                     Cell(config=c, published=v, **common)
@@ -164,15 +172,39 @@ def load_published(path: Path) -> tuple[dict[str, Any], list[Cell]]:
 
 def simulated_value(tables: Any, cell: Cell) -> float:
     """The simulated counterpart of a cell from ExperimentResult.tables (one row per cell of
-    every schedsim table)."""
+    every schedsim table).
 
-    def lookup(config: str) -> float:
-        t = tables[
+    `perf-per-watt-whole` is seed 000's own perf-per-watt (its 5.3.4 had turbostat averages
+    per whole benchmark only, not per client or job count): the benchmark's performance ratio
+    to the baseline (its ratio table's Gmean, inverted when lower is better) divided by the
+    config's whole-benchmark package power ratio (turbostat PkgWatt Amean). schedsim's own
+    perf-per-watt table is per op, the Gmean of per-op ratios, a different quantity."""
+
+    def rows(section: str, config: str) -> Any:
+        return tables[
             (tables.machine == cell.machine)
             & (tables.benchmark == cell.benchmark)
-            & (tables.section == cell.section)
+            & (tables.section == section)
             & (tables.config == config)
         ]
+
+    def whole_perf_per_watt(config: str) -> float:
+        gmean = rows("ratio", config)
+        gmean = gmean[gmean.stat == "Gmean"]
+        if cell.metric is not None:
+            gmean = gmean[gmean.metric == cell.metric]
+        power = rows("turbostat", config)
+        power = power[(power.stat == "Amean") & (power.op == "PkgWatt")]
+        if len(gmean) != 1 or len(power) != 1:
+            return math.nan
+        ratio = float(gmean.value.iloc[0])
+        perf = ratio if gmean.op.iloc[0] == "Higher" else 1.0 / ratio
+        return perf / float(power.value.iloc[0])
+
+    def lookup(config: str) -> float:
+        if cell.section == "perf-per-watt-whole":
+            return whole_perf_per_watt(config)
+        t = rows(cell.section, config)
         if cell.metric is not None:
             t = t[t.metric == cell.metric]
         if cell.section in ("ratio", "perf-per-watt"):

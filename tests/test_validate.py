@@ -185,6 +185,47 @@ def test_simulated_value_lookup():
     assert math.isnan(v.simulated_value(tables, c))
 
 
+def test_whole_benchmark_perf_per_watt_is_the_seeds_quotient():
+    # seed 000 5.3.4, broadwell-80x: kernbench 1C took 0.83 of the baseline's time at
+    # 114.91 W against 92.94 W, printed 0.97 = (1 / 0.83) / (114.91 / 92.94); tbench4
+    # intel_pstate did 1.57x the throughput at 176.73 W, printed 1.26.
+    pd = pytest.importorskip("pandas")
+    rows = [
+        ("m", "kernbench", "ratio", "Gmean", "Lower", "base", 1.0),
+        ("m", "kernbench", "ratio", "Gmean", "Lower", "1C", 0.83),
+        ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "base", 92.94),
+        ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "1C", 114.91),
+        ("m", "tbench4", "ratio", "Gmean", "Higher", "base", 1.0),
+        ("m", "tbench4", "ratio", "Gmean", "Higher", "pstate", 1.57),
+        ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "base", 142.32),
+        ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "pstate", 176.73),
+    ]
+    cols = ["machine", "benchmark", "section", "stat", "op", "config", "value"]
+    tables = pd.DataFrame(rows, columns=cols).assign(metric=None)
+    c = _cell(0.97, math.nan)
+    c.benchmark, c.config, c.section, c.baseline = "kernbench", "1C", "perf-per-watt-whole", "base"
+    assert v.simulated_value(tables, c) == pytest.approx(0.974, abs=5e-4)
+    c.benchmark, c.config = "tbench4", "pstate"
+    assert v.simulated_value(tables, c) == pytest.approx(1.264, abs=5e-4)
+    c.config = "missing"
+    assert math.isnan(v.simulated_value(tables, c))
+
+
+def test_seed000_perf_per_watt_tables_name_their_baseline(tmp_path):
+    _, cells = v.load_published(ROOT / "validation/seed000.toml")
+    ppw = [c for c in cells if c.section == "perf-per-watt-whole"]
+    assert len(ppw) == 8 * 5 + 8 * 4 + 8 * 5
+    assert {c.baseline for c in ppw} == {"sugov-noninv"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[seed]\nid = "x"\n[[table]]\nname = "t"\nmachine = "m"\n'
+        'section = "perf-per-watt-whole"\nkind = "ratio"\nhigher_is_better = true\n'
+        'configs = ["a"]\nrows = [["b", "Gmean", 1.0]]\n'
+    )
+    with pytest.raises(ValueError, match="baseline"):
+        v.load_published(bad)
+
+
 # seed 003: every published figure is an improvement in % of a rate metric, so the transcribed
 # ratio is 1 + p / 100 (validation/seed003.toml's header); hand-computed from the cover letter.
 SEED003_RATIOS = {
