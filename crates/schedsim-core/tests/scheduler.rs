@@ -207,10 +207,16 @@ fn a_child_exit_wakes_its_parent_with_wf_sync() {
         {"op": "set_affinity", "cpus": [1]}, {"op": "run", "cycles": cycles(10.0, KHZ)}, {"op": "exit"}]});
     let shell = json!({"name": "shell", "start_cpu": 0, "program": [
         {"op": "sleep", "ns": 200_000_000u64}, {"op": "fork", "task": "child"}, {"op": "wait"}]});
-    let w = custom(json!([shell, hog("hog0", 0), hog("hog1", 1), child]), json!([]));
+    let w = custom(
+        json!([shell, hog("hog0", 0), hog("hog1", 1), child]),
+        json!([]),
+    );
     let sim = run(config(smp(2, 1, KHZ, false), w, "5.2", 0.0));
     assert_eq!(sim.tasks[3].cpu, 1, "the child ran on CPU 1");
-    assert!(sim.tasks[3].stats.exit_ns.unwrap() < 300_000_000, "the hogs were still running");
+    assert!(
+        sim.tasks[3].stats.exit_ns.unwrap() < 300_000_000,
+        "the hogs were still running"
+    );
     assert_eq!(sim.tasks[0].cpu, 1, "the shell woke on its child's CPU");
 }
 
