@@ -207,6 +207,37 @@ fn a_deep_state_wakes_at_its_core_latency_unless_the_package_went_deep_too() {
 }
 
 #[test]
+fn menu_learns_the_idle_periods_that_task_wakeups_end() {
+    // cpuidle_reflect() runs after every idle period, whoever ends it. Two pinned tasks
+    // ping-pong 50 us bursts over channels: each CPU idles ~50 us between wakeups by the other
+    // task's send, and no timer bounds the sleep length. Menu's last 8 intervals then give a
+    // typical interval of ~50 us, so it picks C1 (2 us exit) instead of C6 (85 us), which
+    // an infinite sleep length alone would choose.
+    let mut m = smp(2, 1, 1_000_000, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true},
+        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "turbo_active": true},
+        {"name": "C6", "exit_latency_us": 85, "target_residency_us": 200}]);
+    let burst = 50_000.0; // 50 us at 1 GHz
+    let ping = json!({"name": "ping", "cpus": [0], "start_cpu": 0, "program": [
+        {"op": "loop", "count": 2000, "body": [
+            {"op": "run", "cycles": burst}, {"op": "send", "chan": "a2b"}, {"op": "recv", "chan": "b2a"}]}]});
+    let pong = json!({"name": "pong", "cpus": [1], "start_cpu": 1, "program": [
+        {"op": "loop", "count": 2000, "body": [
+            {"op": "recv", "chan": "a2b"}, {"op": "run", "cycles": burst}, {"op": "send", "chan": "b2a"}]}]});
+    let w = custom(
+        json!([ping, pong]),
+        json!([{"name": "a2b", "capacity": 1}, {"name": "b2a", "capacity": 1}]),
+    );
+    let sim = run(config(m, w, "6.12", 0.0));
+    let pong = sim.tasks.iter().find(|t| t.comm == "pong").expect("pong");
+    assert!(pong.stats.wakeup_latency_count >= 1999);
+    let mean = pong.stats.wakeup_latency_sum_ns as f64 / pong.stats.wakeup_latency_count as f64;
+    // a few C6 exits before the history fills; every later wakeup pays C1's 2 us
+    assert!(mean < 4_000.0, "mean wakeup latency {mean} ns");
+}
+
+#[test]
 fn a_shared_domain_runs_at_the_highest_request_of_its_active_cpus() {
     let w = hogs(2, true);
     let mut sim = run(config(turbo_machine(), w, "6.12", 5.0));
