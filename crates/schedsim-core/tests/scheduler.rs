@@ -221,6 +221,53 @@ fn a_child_exit_wakes_its_parent_with_wf_sync() {
 }
 
 #[test]
+fn a_pipe_reader_wakes_its_blocked_writer_with_wf_sync_and_tcp_does_not() {
+    // pipe_read() and unix_write_space() wake a writer blocked on a full pipe or socket with
+    // wake_up_interruptible_sync_poll() (WF_SYNC); TCP's sk_stream_write_space() uses the
+    // plain wake_up_interruptible_poll(). Each CPU runs a pinned hog (runnable load L near
+    // 1024); the reader, pinned to CPU 1, ran 150 ms there beside its hog (load ~L) before it
+    // reads; the writer slept 200 ms (load ~16) and blocked on its second message. v5.2
+    // wake_affine_weight(): with WF_SYNC, this = L + 16 (the reader's own load discounted)
+    // times 100 against prev = (L - 16) times 108, so CPU 1 wins; without it this = 2L + 16
+    // loses and the writer stays on CPU 0.
+    let hog = |name: &str, cpu: usize| {
+        json!({"name": name, "start_cpu": cpu, "program": [
+            {"op": "set_affinity", "cpus": [cpu]}, {"op": "run", "cycles": cycles(900.0, KHZ)}]})
+    };
+    let writer = json!({"name": "writer", "start_cpu": 0, "program": [
+        {"op": "sleep", "ns": 200_000_000u64},
+        {"op": "send", "chan": "p"}, {"op": "send", "chan": "p"}]});
+    let reader = json!({"name": "reader", "start_cpu": 1, "program": [
+        {"op": "set_affinity", "cpus": [1]}, {"op": "run", "cycles": cycles(150.0, KHZ)},
+        {"op": "recv", "chan": "p"}, {"op": "recv", "chan": "p"}]});
+    let writer_cpu = |tcp: bool| {
+        let w = custom(
+            json!([
+                writer.clone(),
+                reader.clone(),
+                hog("hog0", 0),
+                hog("hog1", 1)
+            ]),
+            json!([{"name": "p", "capacity": 1, "tcp": tcp}]),
+        );
+        let sim = run(config(smp(2, 1, KHZ, false), w, "5.2", 0.0));
+        let w = &sim.tasks[0];
+        assert_eq!(w.comm, "writer");
+        assert!(
+            w.stats.exit_ns.unwrap() < 600_000_000,
+            "the hogs were still running"
+        );
+        w.cpu
+    };
+    assert_eq!(
+        writer_cpu(false),
+        1,
+        "a pipe's writer is pulled to its reader's CPU"
+    );
+    assert_eq!(writer_cpu(true), 0, "a TCP sender goes back to its own CPU");
+}
+
+#[test]
 fn pingpong_over_channels_alternates() {
     let a = json!({"name": "ping", "program": [{"op": "loop", "count": 100, "body": [
         {"op": "run", "cycles": 10000.0}, {"op": "send", "chan": "a2b"}, {"op": "recv", "chan": "b2a"}]}]});

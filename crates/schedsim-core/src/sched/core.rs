@@ -935,11 +935,14 @@ impl Sim {
         }
     }
 
-    /// Take a message from `chan`, which holds one, and wake its first blocked sender.
+    /// Take a message from `chan`, which holds one, and wake its first blocked sender. A pipe
+    /// (`pipe_read`) or Unix socket (`unix_write_space`) wakes its writer with
+    /// `wake_up_interruptible_sync_poll` (`WF_SYNC`); TCP's `sk_stream_write_space` does not.
     fn chan_take(&mut self, cpu: usize, chan: usize) {
         self.chans[chan].count -= 1;
         if let Some(s) = self.chans[chan].senders.pop_front() {
-            self.try_to_wake_up(s, cpu, WakeFlags::default());
+            let sync = !self.chans[chan].tcp;
+            self.try_to_wake_up(s, cpu, WakeFlags { sync });
         }
     }
 
