@@ -76,7 +76,8 @@ class Cell:
     section: str = "ratio"
     kind: str = "ratio"  # ratio | abs
     metric: str | None = None  # the schedsim metric, where a benchmark tabulates several
-    baseline: str | None = None  # for cells of absolute tables: the config they are divided by
+    # the config a cell's simulated value is divided by (absolute and perf-per-watt-whole tables)
+    baseline: str | None = None
     simulated: float = math.nan
 
     @property
