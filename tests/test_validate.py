@@ -162,17 +162,23 @@ def test_seed000_file():
     assert sum(c.kind == "abs" for c in cells) == 9 + 8 + 1 + 3 * 8
 
 
-def test_simulated_value_lookup():
+def _tables(rows):
+    """An ExperimentResult.tables-like frame of (machine, benchmark, section, stat, op, config,
+    value) rows; `metric` is unset, as for a benchmark with one metric."""
     pd = pytest.importorskip("pandas")
-    rows = [
-        ("m", "b", "ratio", "Gmean", "Higher", "new", 1.2),
-        ("m", "b", "metric", "Hmean", "clients-1", "base", 100.0),
-        ("m", "b", "metric", "Hmean", "clients-1", "new", 150.0),
-        ("m", "b", "turbostat", "Amean", "PkgWatt", "base", 40.0),
-        ("m", "b", "turbostat", "Amean", "PkgWatt", "new", 50.0),
-    ]
-    tables = pd.DataFrame(
-        rows, columns=["machine", "benchmark", "section", "stat", "op", "config", "value"]
+    cols = ["machine", "benchmark", "section", "stat", "op", "config", "value"]
+    return pd.DataFrame(rows, columns=cols).assign(metric=None)
+
+
+def test_simulated_value_lookup():
+    tables = _tables(
+        [
+            ("m", "b", "ratio", "Gmean", "Higher", "new", 1.2),
+            ("m", "b", "metric", "Hmean", "clients-1", "base", 100.0),
+            ("m", "b", "metric", "Hmean", "clients-1", "new", 150.0),
+            ("m", "b", "turbostat", "Amean", "PkgWatt", "base", 40.0),
+            ("m", "b", "turbostat", "Amean", "PkgWatt", "new", 50.0),
+        ]
     )
     c = _cell(1.3, math.nan)
     c.benchmark, c.config = "b", "new"
@@ -189,19 +195,18 @@ def test_whole_benchmark_perf_per_watt_is_the_seeds_quotient():
     # seed 000 5.3.4, broadwell-80x: kernbench 1C took 0.83 of the baseline's time at
     # 114.91 W against 92.94 W, printed 0.97 = (1 / 0.83) / (114.91 / 92.94); tbench4
     # intel_pstate did 1.57x the throughput at 176.73 W, printed 1.26.
-    pd = pytest.importorskip("pandas")
-    rows = [
-        ("m", "kernbench", "ratio", "Gmean", "Lower", "base", 1.0),
-        ("m", "kernbench", "ratio", "Gmean", "Lower", "1C", 0.83),
-        ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "base", 92.94),
-        ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "1C", 114.91),
-        ("m", "tbench4", "ratio", "Gmean", "Higher", "base", 1.0),
-        ("m", "tbench4", "ratio", "Gmean", "Higher", "pstate", 1.57),
-        ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "base", 142.32),
-        ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "pstate", 176.73),
-    ]
-    cols = ["machine", "benchmark", "section", "stat", "op", "config", "value"]
-    tables = pd.DataFrame(rows, columns=cols).assign(metric=None)
+    tables = _tables(
+        [
+            ("m", "kernbench", "ratio", "Gmean", "Lower", "base", 1.0),
+            ("m", "kernbench", "ratio", "Gmean", "Lower", "1C", 0.83),
+            ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "base", 92.94),
+            ("m", "kernbench", "turbostat", "Amean", "PkgWatt", "1C", 114.91),
+            ("m", "tbench4", "ratio", "Gmean", "Higher", "base", 1.0),
+            ("m", "tbench4", "ratio", "Gmean", "Higher", "pstate", 1.57),
+            ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "base", 142.32),
+            ("m", "tbench4", "turbostat", "Amean", "PkgWatt", "pstate", 176.73),
+        ]
+    )
     c = _cell(0.97, math.nan)
     c.benchmark, c.config, c.section, c.baseline = "kernbench", "1C", "perf-per-watt-whole", "base"
     assert v.simulated_value(tables, c) == pytest.approx(0.974, abs=5e-4)

@@ -14,6 +14,12 @@ fn hog(name: &str, nice: i32, start_cpu: Option<usize>) -> serde_json::Value {
            "program": [{"op": "loop", "count": -1, "body": [{"op": "run", "cycles": cycles(1.0, KHZ)}]}]})
 }
 
+/// A task pinned to `cpu` that runs `ms` of work at 1 GHz and exits.
+fn pinned_hog(name: &str, cpu: usize, ms: f64) -> serde_json::Value {
+    json!({"name": name, "start_cpu": cpu, "program": [
+        {"op": "set_affinity", "cpus": [cpu]}, {"op": "run", "cycles": cycles(ms, KHZ)}]})
+}
+
 #[test]
 fn nice_weights_share_one_cpu_1024_to_335_in_both_flavours() {
     for kernel in ["5.2", "6.12"] {
@@ -199,16 +205,17 @@ fn a_child_exit_wakes_its_parent_with_wf_sync() {
     // (WA_BIAS: 100 + (imbalance_pct 117 - 100) / 2): CPU 1 wins for any L above 416. Without
     // WF_SYNC this = 2L + 16 loses to prev and the shell would go back to CPU 0. No CPU is
     // idle, so select_idle_sibling() keeps the target.
-    let hog = |name: &str, cpu: usize| {
-        json!({"name": name, "start_cpu": cpu, "program": [
-            {"op": "set_affinity", "cpus": [cpu]}, {"op": "run", "cycles": cycles(600.0, KHZ)}]})
-    };
     let child = json!({"name": "child", "start": false, "program": [
         {"op": "set_affinity", "cpus": [1]}, {"op": "run", "cycles": cycles(10.0, KHZ)}, {"op": "exit"}]});
     let shell = json!({"name": "shell", "start_cpu": 0, "program": [
         {"op": "sleep", "ns": 200_000_000u64}, {"op": "fork", "task": "child"}, {"op": "wait"}]});
     let w = custom(
-        json!([shell, hog("hog0", 0), hog("hog1", 1), child]),
+        json!([
+            shell,
+            pinned_hog("hog0", 0, 600.0),
+            pinned_hog("hog1", 1, 600.0),
+            child
+        ]),
         json!([]),
     );
     let sim = run(config(smp(2, 1, KHZ, false), w, "5.2", 0.0));
@@ -230,10 +237,6 @@ fn a_pipe_reader_wakes_its_blocked_writer_with_wf_sync_and_tcp_does_not() {
     // wake_affine_weight(): with WF_SYNC, this = L + 16 (the reader's own load discounted)
     // times 100 against prev = (L - 16) times 108, so CPU 1 wins; without it this = 2L + 16
     // loses and the writer stays on CPU 0.
-    let hog = |name: &str, cpu: usize| {
-        json!({"name": name, "start_cpu": cpu, "program": [
-            {"op": "set_affinity", "cpus": [cpu]}, {"op": "run", "cycles": cycles(900.0, KHZ)}]})
-    };
     let writer = json!({"name": "writer", "start_cpu": 0, "program": [
         {"op": "sleep", "ns": 200_000_000u64},
         {"op": "send", "chan": "p"}, {"op": "send", "chan": "p"}]});
@@ -245,8 +248,8 @@ fn a_pipe_reader_wakes_its_blocked_writer_with_wf_sync_and_tcp_does_not() {
             json!([
                 writer.clone(),
                 reader.clone(),
-                hog("hog0", 0),
-                hog("hog1", 1)
+                pinned_hog("hog0", 0, 900.0),
+                pinned_hog("hog1", 1, 900.0)
             ]),
             json!([{"name": "p", "capacity": 1, "tcp": tcp}]),
         );
