@@ -108,6 +108,12 @@ def test_topology_and_domain_granularity(name: str) -> None:
         assert len({c.core_type for c in members}) == 1
     coordination = {fd.coordination for fd in spec.freq_domains}
     assert coordination == ({"max-active"} if spec.arch == "x86" else {"max"})
+    # in a max-active domain a halted core (POLL, C1) keeps its request and is an active
+    # core for turbo as well; C1E and deeper states make none
+    for states in spec.idle_states.values():
+        holding = [s.name for s in states if s.holds_pstate_request]
+        assert holding == (["POLL", "C1"] if spec.arch == "x86" else [])
+        assert all(s.turbo_active for s in states if s.holds_pstate_request)
 
 
 @pytest.mark.parametrize("name", list_machines())

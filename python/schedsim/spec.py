@@ -70,6 +70,7 @@ class IdleStateSpec(_Strict):
     core_exit_latency_us: NonNegativeInt | None = None
     power_mw: float = 0.0
     turbo_active: bool = False
+    holds_pstate_request: bool = False
 
     @model_validator(mode="after")
     def _core_exit_within_declared(self) -> "IdleStateSpec":

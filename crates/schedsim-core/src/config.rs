@@ -416,6 +416,12 @@ pub struct IdleStateSpec {
     /// Whether a core in this state counts as active for turbo (C0/C1: yes; C3+: no).
     #[serde(default)]
     pub turbo_active: bool,
+    /// Whether a CPU in this state still takes part in its frequency domain's `max-active`
+    /// resolution with the P-state it last requested (Intel: C0 and C1, the "active cores" whose
+    /// highest request the shared domain runs at; C1E asks for the lowest P-state and C3+ make
+    /// no request).
+    #[serde(default)]
+    pub holds_pstate_request: bool,
 }
 
 /// Package-level power terms (mW). Per-CPU busy power comes from the OPPs.

@@ -238,6 +238,7 @@ impl Sim {
                             core_exit_latency_us: None,
                             power_mw: 0.0,
                             turbo_active: true,
+                            holds_pstate_request: true,
                         }]
                     })
             })

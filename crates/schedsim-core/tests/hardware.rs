@@ -1,6 +1,7 @@
 //! Hardware model behaviour against closed forms: turbo bins by active cores, APERF/MPERF,
 //! power and energy, package power limits, package C-states, idle exit latency, frequency
-//! coordination in a shared domain, SMT throughput.
+//! coordination in a shared domain (and the idle states that keep a request in it), SMT
+//! throughput.
 
 mod common;
 
@@ -251,6 +252,36 @@ fn a_shared_domain_runs_at_the_highest_request_of_its_active_cpus() {
         sim.set_cpu_request(c, 3_900_000); // idle CPUs' requests don't count
     }
     assert_eq!(sim.fds[0].delivered_khz, 3_000_000);
+}
+
+#[test]
+fn an_idle_cpu_in_c1_holds_its_shared_domain_at_its_request_and_one_in_c1e_does_not() {
+    // Intel's shared domain runs at "the highest frequency P-state requested amongst all
+    // active cores": a core halted in C1 is active and keeps its request; C1E (Enhanced Halt)
+    // asks for the lowest P-state. cpu0 ran a short task and idles in the machine's only
+    // state; cpu1 (core 1) runs a hog at a lower request.
+    for (state, holds, want_khz) in [("C1", true, 3_000_000), ("C1E", false, 1_200_000)] {
+        let mut m = turbo_machine();
+        m["idle_states"] = json!({"default": [{"name": state, "exit_latency_us": 2,
+            "target_residency_us": 2, "turbo_active": true, "holds_pstate_request": holds}]});
+        let w = custom(
+            json!([
+                {"name": "short", "cpus": [0], "start_cpu": 0,
+                 "program": [{"op": "run", "cycles": 1.0e6}]},
+                {"name": "hog", "cpus": [1], "start_cpu": 1, "program": [{"op": "loop",
+                 "count": -1, "body": [{"op": "run", "cycles": 1.0e6}]}]}
+            ]),
+            json!([]),
+        );
+        let mut sim = run(config(m, w, "6.12", 5.0));
+        assert!(sim.rqs[0].curr.is_none() && sim.rqs[0].idle_state == Some(0));
+        for c in 2..8 {
+            sim.set_cpu_request(c, 800_000); // the other idle CPUs ask for the minimum
+        }
+        sim.set_cpu_request(0, 3_000_000);
+        sim.set_cpu_request(1, 1_200_000);
+        assert_eq!(sim.fds[0].delivered_khz, want_khz, "cpu0 idle in {state}");
+    }
 }
 
 #[test]

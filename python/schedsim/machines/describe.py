@@ -157,7 +157,13 @@ def describe_machine(console: Console, m: Machine) -> None:
         table = Table(title=f"Core idle states ({tname})", title_justify="left")
         table.add_column("#", justify="right")
         table.add_column("state", no_wrap=True)
-        for col in ("exit latency us", "target residency us", "power mW", "turbo active"):
+        for col in (
+            "exit latency us",
+            "target residency us",
+            "power mW",
+            "turbo active",
+            "holds P-state",
+        ):
             table.add_column(col, justify="right")
         for i, s in enumerate(states):
             table.add_row(
@@ -167,6 +173,7 @@ def describe_machine(console: Console, m: Machine) -> None:
                 str(s.target_residency_us),
                 format_value(s.power_mw),
                 "yes" if s.turbo_active else "no",
+                "yes" if s.holds_pstate_request else "no",
             )
         console.print(table)
     if spec.package_idle_states:

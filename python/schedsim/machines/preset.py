@@ -203,6 +203,7 @@ class PresetIdleState(_Strict):
     core_exit_latency_us: NonNegativeInt | None = None
     power_mw: float = 0.0
     turbo_active: bool = False
+    holds_pstate_request: bool = False
 
 
 class PresetPower(_Strict):

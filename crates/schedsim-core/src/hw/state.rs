@@ -300,15 +300,27 @@ impl Sim {
     }
 
     /// The frequency a domain's hardware targets from its CPUs' requests: the highest request
-    /// of all CPUs (`max`) or of those in C0 (`max-active`; `None` when none is).
+    /// of all CPUs (`max`) or of the active ones (`max-active`; `None` when none is).
     fn domain_target_khz(&self, fd: usize) -> Option<u64> {
         let d = &self.fds[fd];
         let active_only = d.coordination == "max-active";
         d.cpus
             .iter()
-            .filter(|&&c| !active_only || self.rqs[c].curr.is_some() || self.rqs[c].waking)
+            .filter(|&&c| !active_only || self.holds_pstate_request(c))
             .map(|&c| self.hw.cpu_req_khz[c])
             .max()
+    }
+
+    /// Whether `cpu`'s request counts in a `max-active` domain: it runs a task, is leaving
+    /// idle, or idles in a state that keeps the core's P-state request (C1, not C1E or C3+).
+    fn holds_pstate_request(&self, cpu: usize) -> bool {
+        let rq = &self.rqs[cpu];
+        if rq.curr.is_some() || rq.waking {
+            return true;
+        }
+        let ct = self.topo.cpus[cpu].core_type;
+        rq.idle_state
+            .is_some_and(|s| self.idle_states[ct][s].holds_pstate_request)
     }
 
     /// Recompute every domain of the package (turbo by active cores, power-limit ceiling),
