@@ -374,15 +374,16 @@ fn dvfs_machine() -> Value {
     m
 }
 
+/// The busy frequency over the second half of a 1 s run: steady state (the intel_pstate
+/// drivers start every CPU at the lowest P-state, so the first activations climb).
 fn schedutil_mhz(task: Value, groups: Value, kernel: &str) -> f64 {
     let mut cfg = cfg_with(dvfs_machine(), json!([task]), groups, kernel, 250, 1000.0);
     cfg.cpufreq.driver = Some("intel_cpufreq".into());
     cfg.cpufreq.governor = "schedutil".into();
     cfg.cpufreq.invariance = "max".into();
+    cfg.sample_interval_ns = 500_000_000;
     let sim = run(cfg);
-    let a: f64 = sim.counters.iter().map(|c| c.aperf).sum();
-    let m: f64 = sim.counters.iter().map(|c| c.mperf).sum();
-    3900.0 * a / m
+    sim.samples.last().expect("a sample per 500 ms").bzy_mhz
 }
 
 #[test]

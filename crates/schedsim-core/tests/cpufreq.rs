@@ -276,3 +276,26 @@ fn per_policy_limits_bound_the_requests() {
         .unwrap()
         .contains("policies 0..8"));
 }
+
+#[test]
+fn intel_pstate_drivers_start_every_cpu_at_the_lowest_p_state_and_acpi_cpufreq_at_base() {
+    // intel_pstate's CPU init writes the minimum P-state (intel_pstate_set_min_pstate; passive
+    // mode sets policy->cur = cpuinfo.min_freq to match); acpi-cpufreq leaves the firmware's
+    // setting, taken as the 3.5 GHz base. cpu7 never runs a task, so it keeps its first request.
+    let w = periodic_on_cpu0(1.0);
+    for (driver, want_khz) in [
+        ("intel_cpufreq", 800_000),
+        ("intel_pstate", 800_000),
+        ("acpi-cpufreq", 3_500_000),
+    ] {
+        let gov = if driver == "intel_pstate" {
+            "powersave"
+        } else {
+            "schedutil"
+        };
+        let mut c = cfg(w.clone(), "5.2", driver, gov, "none", 50.0);
+        c.machine.hwp = None;
+        let sim = run(c);
+        assert_eq!(sim.hw.cpu_req_khz[7], want_khz, "{driver}");
+    }
+}

@@ -372,7 +372,7 @@ impl Sim {
                 max_khz: max,
                 cpuinfo_min_khz: cmin,
                 cpuinfo_max_khz: cmax,
-                cur_khz: d.base_khz.clamp(min, max),
+                cur_khz: self.initial_request_khz(cmin, d.base_khz).clamp(min, max),
                 gov: GovState::Fixed,
             });
         }
@@ -398,6 +398,17 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// The request a policy starts from: intel_pstate's CPU init writes the lowest P-state
+    /// (`intel_pstate_get_cpu_pstates` -> `intel_pstate_set_min_pstate`, which passive mode's
+    /// `policy->cur = cpuinfo.min_freq` reflects); other drivers start where the firmware left
+    /// the CPU, taken as the base frequency.
+    fn initial_request_khz(&self, cpuinfo_min_khz: u64, base_khz: u64) -> u64 {
+        match self.cpufreq.driver.as_str() {
+            "intel_pstate" | "intel_cpufreq" => cpuinfo_min_khz,
+            _ => base_khz,
+        }
     }
 
     fn init_invariance(&mut self) {
