@@ -158,8 +158,7 @@ fn waking_a_cpu_pays_its_idle_state_exit_latency() {
     // one periodic task alone: every activation wakes an idle CPU from C6 (85 µs exit latency)
     let w = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 10, "duty_pct": 10}});
     let sim = run(config(smp(1, 1, 1_000_000, false), w, "6.12", 500.0));
-    let s = &sim.tasks[0].stats;
-    let mean = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+    let mean = mean_wakeup_latency_ns(&sim.tasks[0].stats);
     assert!(
         (mean - 85_000.0).abs() < 1.0,
         "mean wakeup latency {mean} ns"
@@ -172,12 +171,10 @@ fn a_deep_state_wakes_at_its_core_latency_unless_the_package_went_deep_too() {
     // in 85 us. A task on CPU 1 sleeps 20 ms at a time (menu picks C10). With CPU 0 busy the
     // package stays up and each wakeup takes 85 us; with CPU 0 idle too the package reaches
     // PC10 and the wakeup takes 85 + 805 = 890 us.
+    // smp()'s POLL, C1 and C6, and a C10 whose package state PC10 adds 805 us
     let mut m = smp(2, 1, 1_000_000, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true},
-        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "turbo_active": true},
-        {"name": "C6", "exit_latency_us": 85, "target_residency_us": 200},
-        {"name": "C10", "exit_latency_us": 890, "core_exit_latency_us": 85, "target_residency_us": 5000}]);
+    m["idle_states"]["default"].as_array_mut().unwrap().push(json!(
+        {"name": "C10", "exit_latency_us": 890, "core_exit_latency_us": 85, "target_residency_us": 5000}));
     m["package_idle_states"] =
         json!([{"name": "PC10", "min_core_state": 3, "power_mw": 100.0, "exit_latency_us": 805}]);
     let sleeper = json!({"name": "sleeper", "cpus": [1], "start_cpu": 1, "program": [
@@ -193,7 +190,7 @@ fn a_deep_state_wakes_at_its_core_latency_unless_the_package_went_deep_too() {
             .expect("the sleeper");
         // the first wakeups come before menu has learnt the 20 ms sleeps
         assert!(t.stats.wakeup_latency_count >= 20);
-        t.stats.wakeup_latency_sum_ns as f64 / t.stats.wakeup_latency_count as f64
+        mean_wakeup_latency_ns(&t.stats)
     };
     let busy_neighbour = mean_latency(json!([sleeper.clone(), hog]));
     assert!(
@@ -214,11 +211,7 @@ fn menu_learns_the_idle_periods_that_task_wakeups_end() {
     // task's send, and no timer bounds the sleep length. Menu's last 8 intervals then give a
     // typical interval of ~50 us, so it picks C1 (2 us exit) instead of C6 (85 us), which
     // an infinite sleep length alone would choose.
-    let mut m = smp(2, 1, 1_000_000, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true},
-        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "turbo_active": true},
-        {"name": "C6", "exit_latency_us": 85, "target_residency_us": 200}]);
+    let m = smp(2, 1, 1_000_000, false); // POLL, C1 (2 us), C6 (85 us)
     let burst = 50_000.0; // 50 us at 1 GHz
     let ping = json!({"name": "ping", "cpus": [0], "start_cpu": 0, "program": [
         {"op": "loop", "count": 2000, "body": [
@@ -233,7 +226,7 @@ fn menu_learns_the_idle_periods_that_task_wakeups_end() {
     let sim = run(config(m, w, "6.12", 0.0));
     let pong = sim.tasks.iter().find(|t| t.comm == "pong").expect("pong");
     assert!(pong.stats.wakeup_latency_count >= 1999);
-    let mean = pong.stats.wakeup_latency_sum_ns as f64 / pong.stats.wakeup_latency_count as f64;
+    let mean = mean_wakeup_latency_ns(&pong.stats);
     // a few C6 exits before the history fills; every later wakeup pays C1's 2 us
     assert!(mean < 4_000.0, "mean wakeup latency {mean} ns");
 }
@@ -374,8 +367,7 @@ fn idle_governors_pick_deeper_states_for_longer_idle_and_pay_their_exit_latency(
             "{gov}: short idles spent {:.0} % in C6",
             100.0 * c6
         );
-        let s = &sim.tasks[0].stats;
-        let lat = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+        let lat = mean_wakeup_latency_ns(&sim.tasks[0].stats);
         assert!(lat < 10_000.0, "{gov}: short idles wake in {lat:.0} ns");
 
         let mut cfg = config(smp(1, 1, 1_000_000, false), long.clone(), "6.12", 500.0);
@@ -388,8 +380,7 @@ fn idle_governors_pick_deeper_states_for_longer_idle_and_pay_their_exit_latency(
             "{gov}: long idles spent only {:.0} % in C6",
             100.0 * c6
         );
-        let s = &sim.tasks[0].stats;
-        let lat = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64;
+        let lat = mean_wakeup_latency_ns(&sim.tasks[0].stats);
         assert!(
             (lat - 85_000.0).abs() < 5_000.0,
             "{gov}: long-idle wakeups take {lat:.0} ns"

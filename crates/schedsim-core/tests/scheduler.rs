@@ -77,7 +77,7 @@ fn a_waking_task_preempts_a_hog_unless_wakeup_preemption_is_off() {
         let w = custom(json!([hog("hog", 0, None), sleeper.clone()]), json!([]));
         let sim = run(config(smp(1, 1, KHZ, false), w.clone(), kernel, 1000.0));
         let s = &sim.tasks[1].stats;
-        let mean_us = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64 / 1e3;
+        let mean_us = mean_wakeup_latency_ns(s) / 1e3;
         assert!(
             s.wakeup_latency_count > 80,
             "{kernel}: wakeups {}",
@@ -96,7 +96,7 @@ fn a_waking_task_preempts_a_hog_unless_wakeup_preemption_is_off() {
             .insert("WAKEUP_PREEMPTION".into(), json!(false));
         let sim = run(cfg);
         let s = &sim.tasks[1].stats;
-        let slow_us = s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64 / 1e3;
+        let slow_us = mean_wakeup_latency_ns(s) / 1e3;
         assert!(
             slow_us > 500.0 && slow_us > 10.0 * mean_us,
             "{kernel}: without wakeup preemption latency {slow_us:.1} us"

@@ -2,7 +2,7 @@
 //! invariants every run must satisfy.
 #![allow(dead_code)]
 
-use schedsim_core::sched::task::TaskState;
+use schedsim_core::sched::task::{TaskState, TaskStats};
 use schedsim_core::{Sim, SimConfig};
 use serde_json::{json, Value};
 
@@ -45,6 +45,11 @@ pub fn smp(cores: usize, threads: usize, khz: u64, costs: bool) -> Value {
                   "core_leakage_mw": 500.0, "c_eff": 4000.0, "smt_power_factor": 0.15},
         "tsc_khz": khz
     })
+}
+
+/// A task's mean wakeup latency (ns) over the wakeups it recorded.
+pub fn mean_wakeup_latency_ns(s: &TaskStats) -> f64 {
+    s.wakeup_latency_sum_ns as f64 / s.wakeup_latency_count as f64
 }
 
 /// A config around a machine and a workload.
