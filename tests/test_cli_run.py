@@ -134,7 +134,9 @@ def test_machines_list_and_describe() -> None:
     assert result.exit_code == 0
     assert "skylake-8x" in result.stdout and "sdm845" in result.stdout
     assert "800-3900" in result.stdout
-    result = runner.invoke(app, ["machines", "--describe", "skylake-8x"])
+    # wide enough for the longest key (core_types.*.kernel_cycles.context_switch_out) and
+    # the source column beside it
+    result = runner.invoke(app, ["machines", "--describe", "skylake-8x"], env={"COLUMNS": "120"})
     assert result.exit_code == 0
     assert "C1E" in result.stdout
     assert "[seed000]" in result.stdout  # the sources are shown

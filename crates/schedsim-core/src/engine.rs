@@ -72,7 +72,13 @@ pub struct Channel {
 /// Kernel work costs in cycles, per core type.
 #[derive(Clone, Debug, Default)]
 pub struct KernelCosts {
+    /// One sleep-and-wake cycle's switching: the task going to sleep switches to idle (or to
+    /// the next task), and the woken CPU switches from idle to the wakee.
     pub context_switch: f64,
+    /// The part of `context_switch` that the task going to sleep runs itself, in its own
+    /// context and after whatever it did last (the blocking syscall's wait setup and
+    /// `schedule()` up to the switch); the task that comes in pays the rest.
+    pub context_switch_out: f64,
     pub wakeup: f64,
     pub fork: f64,
     pub exec: f64,
@@ -250,6 +256,7 @@ impl Sim {
                 let g = |k: &str| ct.kernel_cycles.get(k).copied().unwrap_or(0.0);
                 KernelCosts {
                     context_switch: g("context_switch"),
+                    context_switch_out: g("context_switch_out").min(g("context_switch")),
                     wakeup: g("wakeup"),
                     fork: g("fork"),
                     exec: g("exec"),

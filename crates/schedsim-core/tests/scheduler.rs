@@ -517,3 +517,87 @@ fn sis_prop_limits_the_idle_cpu_scan_before_5_12() {
     // modelled between v5.12 and v6.0).
     assert_eq!(sync_wakeup_with_cpus_6_and_7_idle("5.15", 40_000, 300), 6);
 }
+
+/// Two tasks pinned to CPUs 0 and 1 ping-pong `rounds` times: `a` runs `a_cycles` and sends,
+/// `b` receives, runs `b_cycles` and replies. Kernel costs: a 6000-cycle sleep-and-wake
+/// switch of which the sleeping task runs `out` itself, a 4000-cycle wakeup; POLL only, so an
+/// idle CPU leaves idle at once.
+fn ping_pong(out: f64, rounds: i64, a_cycles: f64, b_cycles: f64) -> schedsim_core::Sim {
+    let mut m = smp(2, 1, KHZ, true);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(out);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    let a = json!({"name": "a", "start_cpu": 0, "program": [
+        {"op": "set_affinity", "cpus": [0]},
+        {"op": "loop", "count": rounds, "body": [
+            {"op": "run", "cycles": a_cycles}, {"op": "send", "chan": "ab"},
+            {"op": "recv", "chan": "ba"}]}]});
+    let b = json!({"name": "b", "start_cpu": 1, "program": [
+        {"op": "set_affinity", "cpus": [1]},
+        {"op": "loop", "count": rounds, "body": [
+            {"op": "recv", "chan": "ab"}, {"op": "run", "cycles": b_cycles},
+            {"op": "send", "chan": "ba"}]}]});
+    let chans = json!([{"name": "ab", "capacity": 1}, {"name": "ba", "capacity": 1}]);
+    run(config(m, custom(json!([a, b]), chans), "5.2", 0.0))
+}
+
+#[test]
+fn a_sleeping_task_runs_its_part_of_the_switch_while_its_peer_starts() {
+    // Per round trip at 1 GHz (ns = cycles): a runs 10,000 and sends; b's CPU leaves POLL at
+    // once and b pays the 3,000 cycles of the switch that a sleeping task leaves to the next
+    // one, runs 5,000 and replies 8,000 ns after the send. Meanwhile a pays the 4,000-cycle
+    // wakeup and its own 3,000-cycle way to sleep, and sleeps at 7,000; woken at 8,000, it
+    // pays 3,000 to come back and runs again at 11,000: 21,000 ns per round trip. a's CPU is
+    // busy 3,000 + 10,000 + 4,000 + 3,000 = 20,000 ns of it, b's 3,000 + 5,000 + 4,000 +
+    // 3,000 = 15,000: the two tails overlap the other task's work.
+    let rounds = 200;
+    let sim = ping_pong(3000.0, rounds, 10_000.0, 5_000.0);
+    let per_round = |x: u64| x as f64 / rounds as f64;
+    let rt = per_round(sim.now);
+    assert!(
+        (rt - 21_000.0).abs() < 200.0,
+        "round trip {rt} ns, expected 21,000"
+    );
+    let (a, b) = (&sim.tasks[0].stats, &sim.tasks[1].stats);
+    assert!(
+        (per_round(a.cpu_ns) - 20_000.0).abs() < 200.0,
+        "a's CPU time per round {}",
+        per_round(a.cpu_ns)
+    );
+    assert!(
+        (per_round(b.cpu_ns) - 15_000.0).abs() < 200.0,
+        "b's CPU time per round {}",
+        per_round(b.cpu_ns)
+    );
+    assert!(
+        a.nr_wakeups >= rounds as u64 - 1,
+        "a slept every round: {}",
+        a.nr_wakeups
+    );
+    // without the sleeping task's own part the incoming task pays all 6,000 cycles on the
+    // critical path: 10,000 + 6,000 + 5,000 + 6,000 = 27,000 ns
+    let sim = ping_pong(0.0, rounds, 10_000.0, 5_000.0);
+    let rt = per_round(sim.now);
+    assert!(
+        (rt - 27_000.0).abs() < 200.0,
+        "round trip {rt} ns, expected 27,000"
+    );
+}
+
+#[test]
+fn a_reply_that_arrives_on_the_way_to_sleep_is_taken_without_sleeping() {
+    // The sleeping task runs the whole 6,000-cycle switch itself: after its send a pays the
+    // 4,000-cycle wakeup, finds nothing to read and starts its way to sleep, busy until
+    // 10,000 ns after the send. b runs at once, 6,000 cycles, and replies at 6,000, during
+    // that way: a takes the reply when it gets there instead of sleeping, so it never leaves
+    // its CPU and b never has to wake it.
+    let rounds = 50;
+    let sim = ping_pong(6000.0, rounds, 10_000.0, 6_000.0);
+    let a = &sim.tasks[0].stats;
+    assert_eq!(a.nr_wakeups, 0, "a was never asleep");
+    assert!(a.nr_switches <= 1, "a switched out {} times", a.nr_switches);
+    // a's round trip is its own work: 10,000 + 4,000 + 6,000 ns
+    let rt = sim.now as f64 / rounds as f64;
+    assert!((rt - 20_000.0).abs() < 500.0, "round trip {rt} ns");
+}

@@ -94,6 +94,7 @@ impl Sim {
             loops: Vec::new(),
             burst: None,
             pending_overhead: 0.0,
+            block_path_done: false,
             timer_next: None,
             poll_served: 0,
             poll_next: 0,
@@ -627,7 +628,13 @@ impl Sim {
                 }
                 task.stats.runnable_since = self.now;
                 let ct = self.topo.cpus[cpu].core_type;
-                let cs = self.costs[ct].context_switch + irq;
+                let paid = std::mem::take(&mut self.rqs[cpu].switch_out_paid);
+                let out = if paid {
+                    self.costs[ct].context_switch_out
+                } else {
+                    0.0
+                };
+                let cs = self.costs[ct].context_switch - out + irq;
                 match task.burst.as_mut() {
                     Some(b) => b.cycles += cs,
                     None => task.pending_overhead += cs,
@@ -995,13 +1002,73 @@ impl Sim {
 
     /// Execute one op. Returns true if the task continues at this instant.
     fn step_op(&mut self, t: TaskId, cpu: usize) -> Result<bool, String> {
-        use crate::workload::program::Op;
         let prog = self.tasks[t].program;
         let pc = self.tasks[t].pc;
         let Some(op) = self.compiled.programs[prog].ops.get(pc).cloned() else {
             self.do_exit(t, cpu);
             return Ok(false);
         };
+        if self.enter_block_path(t, cpu, &op) {
+            return Ok(true);
+        }
+        let path_done = std::mem::take(&mut self.tasks[t].block_path_done);
+        let go_on = self.exec_op(t, cpu, pc, op)?;
+        if path_done && self.tasks[t].state == TaskState::Sleeping {
+            self.rqs[cpu].switch_out_paid = true;
+        }
+        Ok(go_on)
+    }
+
+    /// A task about to sleep in `op` first runs the blocking path itself
+    /// (`KernelCosts::context_switch_out`), after whatever it just did, such as the wakeup a
+    /// send made: the task it woke may already run elsewhere meanwhile. Returns true if that
+    /// path is owed now; the op is executed again after it and sleeps, or proceeds if what it
+    /// waits for arrived meanwhile.
+    fn enter_block_path(
+        &mut self,
+        t: TaskId,
+        cpu: usize,
+        op: &crate::workload::program::Op,
+    ) -> bool {
+        let ct = self.topo.cpus[cpu].core_type;
+        let out = self.costs[ct].context_switch_out;
+        if out <= 0.0 || self.tasks[t].block_path_done || !self.op_would_block(t, op) {
+            return false;
+        }
+        self.tasks[t].block_path_done = true;
+        self.tasks[t].pending_overhead += out;
+        true
+    }
+
+    /// Whether `op` would put `t` to sleep now waiting for another task: a receive from empty
+    /// channels, a send to a full one, a wait for a child still running.
+    fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
+        use crate::workload::program::Op;
+        let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
+        match op {
+            Op::Recv { chan } => self.chans[*chan].count == 0,
+            Op::RecvAny { chans } => chans.iter().all(|&c| self.chans[c].count == 0),
+            Op::Send { chan } => full(*chan),
+            Op::SendPolled { chans } => chans
+                .get(self.tasks[t].poll_served)
+                .is_some_and(|&c| full(c)),
+            Op::Wait => {
+                let task = &self.tasks[t];
+                task.exited_children == 0 && task.live_children > 0
+            }
+            _ => false,
+        }
+    }
+
+    /// Execute op `pc` of `t`'s program. Returns true if the task continues at this instant.
+    fn exec_op(
+        &mut self,
+        t: TaskId,
+        cpu: usize,
+        pc: usize,
+        op: crate::workload::program::Op,
+    ) -> Result<bool, String> {
+        use crate::workload::program::Op;
         match op {
             Op::Run { cycles, stall_ns } => {
                 self.tasks[t].pc += 1;

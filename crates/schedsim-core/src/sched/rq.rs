@@ -102,6 +102,9 @@ pub struct Rq {
     /// Kernel work done in interrupt context while the CPU idled (a timer's wakeup and its
     /// placement): the next task this CPU runs starts after it.
     pub idle_kernel_cycles: f64,
+    /// The last task to leave this CPU went to sleep having run its part of the switch itself
+    /// (`KernelCosts::context_switch_out`); the next task in pays only the rest.
+    pub switch_out_paid: bool,
     /// Tasks counted in `rq->uclamp[]` (`uclamp_rq_inc` at enqueue, before the class sees the
     /// task; `uclamp_rq_dec` at dequeue).
     pub uclamp_tasks: Vec<super::task::TaskId>,
@@ -153,6 +156,7 @@ impl Rq {
             idle_calls: 0,
             stopper: None,
             idle_kernel_cycles: 0.0,
+            switch_out_paid: false,
             uclamp_tasks: Vec::new(),
             tg_load_stamp: 0,
             busy_ns: 0,

@@ -167,6 +167,10 @@ pub struct Task {
     pub burst: Option<Burst>,
     /// Kernel work owed before the program continues (cycles).
     pub pending_overhead: f64,
+    /// The op at `pc` blocks, and the task has already run its own way into `schedule()`
+    /// (`KernelCosts::context_switch_out`): the op now sleeps, or proceeds if what it waits
+    /// for arrived meanwhile.
+    pub block_path_done: bool,
     /// Next absolute activation of the periodic timer.
     pub timer_next: Option<Time>,
     /// `recv_any`: the position in its channel set it served last (`send_polled` replies
