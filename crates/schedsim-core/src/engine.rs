@@ -125,6 +125,9 @@ pub struct Sim {
     /// The CPU the current action runs on (`smp_processor_id()`): the event's CPU, the CPU
     /// running `schedule()`, or the CPU of the task whose program executes.
     pub this_cpu: usize,
+    /// During `try_to_wake_up()`: the waking CPU and the cycles charged to it so far (its
+    /// `try_to_wake_up` and placement work); the IPI to the wakee's CPU goes out after them.
+    pub ttwu_charge: Option<(usize, f64)>,
     pub cfg: SimConfig,
     pub prof: KernelProfile,
     pub tun: Tunables,
@@ -313,6 +316,7 @@ impl Sim {
         let mut sim = Sim {
             now: 0,
             this_cpu: 0,
+            ttwu_charge: None,
             end_time,
             prof,
             tun,

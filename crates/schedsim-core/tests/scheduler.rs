@@ -543,21 +543,21 @@ fn ping_pong(out: f64, rounds: i64, a_cycles: f64, b_cycles: f64) -> schedsim_co
 }
 
 #[test]
-fn a_sleeping_task_runs_its_part_of_the_switch_while_its_peer_starts() {
-    // Per round trip at 1 GHz (ns = cycles): a runs 10,000 and sends; b's CPU leaves POLL at
-    // once and b pays the 3,000 cycles of the switch that a sleeping task leaves to the next
-    // one, runs 5,000 and replies 8,000 ns after the send. Meanwhile a pays the 4,000-cycle
-    // wakeup and its own 3,000-cycle way to sleep, and sleeps at 7,000; woken at 8,000, it
-    // pays 3,000 to come back and runs again at 11,000: 21,000 ns per round trip. a's CPU is
-    // busy 3,000 + 10,000 + 4,000 + 3,000 = 20,000 ns of it, b's 3,000 + 5,000 + 4,000 +
-    // 3,000 = 15,000: the two tails overlap the other task's work.
+fn a_sleeping_task_runs_its_part_of_the_switch_and_the_ipi_follows_the_wakeup_work() {
+    // Per round trip at 1 GHz (ns = cycles): a runs 10,000, sends and pays the 4,000-cycle
+    // wakeup before the IPI leaves, so b's CPU starts 4,000 ns after the send; b pays the
+    // 3,000 cycles of the switch that a sleeping task leaves to the next one, runs 5,000,
+    // replies (4,000 more before its IPI), and a pays 3,000 to come back: 29,000 ns. Each
+    // task also runs its 3,000-cycle part of the switch after its wakeup, while the other
+    // is already on its way: a's CPU is busy 3,000 + 10,000 + 4,000 + 3,000 = 20,000 ns of
+    // the round trip, b's 3,000 + 5,000 + 4,000 + 3,000 = 15,000.
     let rounds = 200;
     let sim = ping_pong(3000.0, rounds, 10_000.0, 5_000.0);
     let per_round = |x: u64| x as f64 / rounds as f64;
     let rt = per_round(sim.now);
     assert!(
-        (rt - 21_000.0).abs() < 200.0,
-        "round trip {rt} ns, expected 21,000"
+        (rt - 29_000.0).abs() < 200.0,
+        "round trip {rt} ns, expected 29,000"
     );
     let (a, b) = (&sim.tasks[0].stats, &sim.tasks[1].stats);
     assert!(
@@ -575,13 +575,16 @@ fn a_sleeping_task_runs_its_part_of_the_switch_while_its_peer_starts() {
         "a slept every round: {}",
         a.nr_wakeups
     );
-    // without the sleeping task's own part the incoming task pays all 6,000 cycles on the
-    // critical path: 10,000 + 6,000 + 5,000 + 6,000 = 27,000 ns
+    // b waits 4,000 ns from its wakeup to running: the waker's try_to_wake_up work
+    let lat = mean_wakeup_latency_ns(b);
+    assert!((lat - 4_000.0).abs() < 50.0, "b's wakeup latency {lat} ns");
+    // without the sleeping task's own part, the incoming task pays the whole 6,000 cycles:
+    // 10,000 + 4,000 (IPI) + 6,000 + 5,000 + 4,000 (IPI) + 6,000 = 35,000 ns
     let sim = ping_pong(0.0, rounds, 10_000.0, 5_000.0);
     let rt = per_round(sim.now);
     assert!(
-        (rt - 27_000.0).abs() < 200.0,
-        "round trip {rt} ns, expected 27,000"
+        (rt - 35_000.0).abs() < 200.0,
+        "round trip {rt} ns, expected 35,000"
     );
 }
 
@@ -589,11 +592,12 @@ fn a_sleeping_task_runs_its_part_of_the_switch_while_its_peer_starts() {
 fn a_reply_that_arrives_on_the_way_to_sleep_is_taken_without_sleeping() {
     // The sleeping task runs the whole 6,000-cycle switch itself: after its send a pays the
     // 4,000-cycle wakeup, finds nothing to read and starts its way to sleep, busy until
-    // 10,000 ns after the send. b runs at once, 6,000 cycles, and replies at 6,000, during
-    // that way: a takes the reply when it gets there instead of sleeping, so it never leaves
-    // its CPU and b never has to wake it.
+    // 10,000 ns after the send. b's CPU starts when the IPI leaves, 4,000 ns after the send;
+    // b runs 1,000 cycles and replies at 5,000, during a's way to sleep: a takes the reply
+    // when it gets there instead of sleeping, so it never leaves its CPU and b never has to
+    // wake it.
     let rounds = 50;
-    let sim = ping_pong(6000.0, rounds, 10_000.0, 6_000.0);
+    let sim = ping_pong(6000.0, rounds, 10_000.0, 1_000.0);
     let a = &sim.tasks[0].stats;
     assert_eq!(a.nr_wakeups, 0, "a was never asleep");
     assert!(a.nr_switches <= 1, "a switched out {} times", a.nr_switches);

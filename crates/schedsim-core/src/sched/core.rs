@@ -262,6 +262,7 @@ impl Sim {
             let target = self.tasks[t].cpu;
             self.trace_event(waker_cpu, Payload::Waking { p, target });
         }
+        self.ttwu_charge = Some((waker_cpu, 0.0));
         self.charge_waker(waker_cpu);
         self.stats.wakeups += 1;
         self.account_task_state(t);
@@ -292,6 +293,7 @@ impl Sim {
             },
         );
         self.check_preempt_curr(cpu, t, false);
+        self.ttwu_charge = None;
         if cpu != waker_cpu && self.rqs[waker_cpu].curr.is_none() {
             // an idle waker went back to idle: its interrupt work delays no task
             self.rqs[waker_cpu].idle_kernel_cycles = 0.0;
@@ -315,6 +317,11 @@ impl Sim {
     pub fn charge_cpu(&mut self, cpu: usize, cycles: f64) {
         if cycles <= 0.0 {
             return;
+        }
+        if let Some((waker, c)) = self.ttwu_charge.as_mut() {
+            if *waker == cpu {
+                *c += cycles;
+            }
         }
         let Some(cur) = self.rqs[cpu].curr else {
             self.rqs[cpu].idle_kernel_cycles += cycles;
@@ -788,20 +795,29 @@ impl Sim {
     }
 
     /// An IPI wakes an idle CPU: it runs after the hardware's exit latency of its core state,
-    /// plus that of the package state the package is in.
+    /// plus that of the package state the package is in. A remote wakeup's IPI goes out at the
+    /// end of the waker's `try_to_wake_up()` (placement and enqueue come first), so the wakee's
+    /// CPU starts leaving idle only once the waking CPU has run that work.
     pub fn kick_idle_cpu(&mut self, cpu: usize) {
         let rq = &self.rqs[cpu];
         if rq.curr.is_some() || rq.waking {
             return;
         }
+        let ipi_ns = match self.ttwu_charge {
+            Some((waker, cycles)) if waker != cpu && cycles > 0.0 => {
+                (cycles / self.cpu_rate(waker).max(1e-9)).round() as u64
+            }
+            _ => 0,
+        };
+        let rq = &self.rqs[cpu];
         let ct = self.topo.cpus[cpu].core_type;
-        let lat_ns = rq
-            .idle_state
-            .map(|s| {
-                let st = &self.idle_states[ct][s];
-                st.core_exit_latency_us.unwrap_or(st.exit_latency_us) * 1000
-            })
-            .unwrap_or(0)
+        let lat_ns = ipi_ns
+            + rq.idle_state
+                .map(|s| {
+                    let st = &self.idle_states[ct][s];
+                    st.core_exit_latency_us.unwrap_or(st.exit_latency_us) * 1000
+                })
+                .unwrap_or(0)
             + self.package_exit_latency_ns(cpu);
         self.hw_sync_for(cpu);
         self.cancel_timer_irq(cpu);
