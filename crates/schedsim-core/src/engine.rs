@@ -257,9 +257,18 @@ impl Sim {
             .iter()
             .map(|ct| {
                 let g = |k: &str| ct.kernel_cycles.get(k).copied().unwrap_or(0.0);
-                KernelCosts {
+                if g("context_switch_out") > g("context_switch") {
+                    return Err(format!(
+                        "core type '{}': kernel_cycles.context_switch_out = {} is part of context_switch = {}: allowed 0..={}",
+                        ct.name,
+                        g("context_switch_out"),
+                        g("context_switch"),
+                        g("context_switch")
+                    ));
+                }
+                Ok(KernelCosts {
                     context_switch: g("context_switch"),
-                    context_switch_out: g("context_switch_out").min(g("context_switch")),
+                    context_switch_out: g("context_switch_out"),
                     wakeup: g("wakeup"),
                     fork: g("fork"),
                     exec: g("exec"),
@@ -269,9 +278,9 @@ impl Sim {
                     eas_per_cpu: g("eas_per_cpu"),
                     eas_per_energy: g("eas_per_energy"),
                     eas_per_ps: g("eas_per_ps"),
-                }
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, String>>()?;
         let idle_kind = crate::cpuidle::governor_kind(&cfg.tunables)?;
         let gov_states: Vec<_> = idle_states
             .iter()

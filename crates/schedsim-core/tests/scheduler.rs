@@ -605,3 +605,18 @@ fn a_reply_that_arrives_on_the_way_to_sleep_is_taken_without_sleeping() {
     let rt = sim.now as f64 / rounds as f64;
     assert!((rt - 20_000.0).abs() < 500.0, "round trip {rt} ns");
 }
+
+#[test]
+fn a_sleepers_part_larger_than_the_switch_is_an_error() {
+    let mut m = smp(2, 1, KHZ, true);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(7000.0);
+    let w = custom(json!([hog("h", 0, None)]), json!([]));
+    let err = match schedsim_core::Sim::new(config(m, w, "5.2", 10.0)) {
+        Ok(_) => panic!("context_switch_out above context_switch was accepted"),
+        Err(e) => e,
+    };
+    assert!(
+        err.contains("context_switch_out = 7000") && err.contains("allowed 0..=6000"),
+        "{err}"
+    );
+}

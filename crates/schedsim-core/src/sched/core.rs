@@ -809,7 +809,6 @@ impl Sim {
             }
             _ => 0,
         };
-        let rq = &self.rqs[cpu];
         let ct = self.topo.cpus[cpu].core_type;
         let lat_ns = ipi_ns
             + rq.idle_state
@@ -1046,9 +1045,11 @@ impl Sim {
         cpu: usize,
         op: &crate::workload::program::Op,
     ) -> bool {
-        let ct = self.topo.cpus[cpu].core_type;
-        let out = self.costs[ct].context_switch_out;
-        if out <= 0.0 || self.tasks[t].block_path_done || !self.op_would_block(t, op) {
+        if self.tasks[t].block_path_done || !self.op_would_block(t, op) {
+            return false;
+        }
+        let out = self.costs[self.topo.cpus[cpu].core_type].context_switch_out;
+        if out <= 0.0 {
             return false;
         }
         self.tasks[t].block_path_done = true;
