@@ -328,26 +328,32 @@ def render_markdown(
             f"| {s['name']} | {s['runs']} | {s['executed']} | {s['wall_s']:.0f} "
             f"| {s['run_s']:.0f} | {s['repeats']} | {s['sizes']} |"
         )
-    cv_rows = [
-        (s["name"], bench, cv)
-        for s in studies
-        if s["repeats"] > 1
-        for bench, cv in s.get("coeffvar", {}).items()
-    ]
+    cv_rows = [(s["name"], bench, cv) for s in studies for bench, cv in s["coeffvar"].items()]
     if cv_rows:
         lines += [
             "",
-            "Convergence: the CoeffVar (%) of each point's samples (every config and swept "
-            "value; MMTests' HCoeffVar for rates) for the benchmark's first metric: its repeats, "
-            "and for tbench and dbench their per-interval samples too. Small values mean the "
-            "simulated duration gives a converged mean; the repeats differ in their seed "
-            "(placement, job lengths, timer phases).",
+            "Convergence: the CoeffVar (%) of each point's samples of the benchmark's first "
+            "metric (every config and swept value; MMTests' HCoeffVar for rates). A point's "
+            "samples are its repeats, which differ in their seed (placement, job lengths, "
+            "statement times, timer phases), or, for a benchmark run once per point, its "
+            "primary metric over the five equal windows of the run's measured interval "
+            "(`primary_windows` in the run's result), whose spread shows whether the run is "
+            "long enough for its mean. Small values mean a converged mean: the standard error "
+            "of the mean is about CoeffVar / sqrt(samples). A fixed-work benchmark run once "
+            "has neither (gitsource: the experiment files give its CoeffVar over three seeds).",
             "",
-            "| experiment | benchmark | points | median CoeffVar % | max CoeffVar % |",
-            "|---|---|---:|---:|---:|",
+            "| experiment | benchmark | points | samples per point | median CoeffVar % "
+            "| max CoeffVar % |",
+            "|---|---|---:|---|---:|---:|",
         ]
-        for name, bench, (n, med, mx) in cv_rows:
-            lines.append(f"| {name} | {bench} | {n} | {med:.2f} | {mx:.2f} |")
+        for name, bench, cv in cv_rows:
+            if cv.basis == "one run":
+                lines.append(f"| {name} | {bench} | {cv.points} | one run | - | - |")
+                continue
+            lines.append(
+                f"| {name} | {bench} | {cv.points} | {cv.samples} {cv.basis} "
+                f"| {cv.median:.2f} | {cv.max:.2f} |"
+            )
     if notes:
         lines += ["", notes.strip()]
     for sid, (seed, cells) in seeds.items():
@@ -393,20 +399,53 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def _coeffvar(exp: Any, tables: Any) -> dict[str, tuple[int, float, float]]:
-    """Per benchmark: the number of points and the median and max CoeffVar (%) of its first
-    metric over every (config, swept value)."""
-    out: dict[str, tuple[int, float, float]] = {}
+@dataclass
+class Convergence:
+    """How well the points of one benchmark converged: the CoeffVar (%) of each point's samples
+    (its repeats, or with one repeat the run's `primary_windows`), summarised."""
+
+    points: int
+    samples: int  # per point
+    basis: str  # "repeats", "windows" or "one run"
+    median: float = math.nan
+    max: float = math.nan
+
+
+def _coeffvar(exp: Any, result: Any) -> dict[str, Convergence]:
+    """Per benchmark, the CoeffVar of its first metric at every (config, swept value): MMTests'
+    CoeffVar of the repeats when there are several (HCoeffVar for rates), else that of the
+    single run's primary metric over the equal windows of its measured interval
+    (`primary_windows`), else nothing (a fixed-work benchmark run once)."""
+    from schedsim.compare import metric_samples
+    from schedsim.report import stats as st
+
+    out: dict[str, Convergence] = {}
     for b in exp.benchmarks:
-        t = tables[
-            (tables.benchmark == b.name)
-            & (tables.section == "metric")
-            & tables.stat.isin(["CoeffVar", "HCoeffVar"])
-            & (tables.metric == b.metrics[0].name)
-        ]
-        vals = [float(v) for v in t.value if not math.isnan(float(v))]
-        if vals:
-            out[b.name] = (len(vals), statistics.median(vals), max(vals))
+        metric = b.metrics[0]
+        kind = "hmean" if metric.higher_is_better else "amean"
+        points: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for spec in exp.specs:
+            if spec.benchmark == b.name:
+                key = (spec.machine, spec.config, spec.op)
+                points.setdefault(key, []).append(result.results[spec.key])
+        if not points:
+            continue
+        runs = max(len(r) for r in points.values())
+        if runs > 1:
+            samples = [
+                [x for r in rs for x in metric_samples(r, metric.name)] for rs in points.values()
+            ]
+            basis = "repeats"
+        else:
+            samples = [list(rs[0].get("primary_windows") or []) for rs in points.values()]
+            basis = "windows"
+            if any(len(xs) < 2 for xs in samples):
+                out[b.name] = Convergence(len(points), 1, "one run")
+                continue
+        cvs = [st.coeffvar(xs, kind) for xs in samples]
+        out[b.name] = Convergence(
+            len(points), max(len(xs) for xs in samples), basis, statistics.median(cvs), max(cvs)
+        )
     return out
 
 
@@ -481,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
                     "run_s": float(result.runs["sim.wall_s"].sum()),
                     "repeats": exp.repeats,
                     "sizes": _sizes(exp),
-                    "coeffvar": _coeffvar(exp, result.tables),
+                    "coeffvar": _coeffvar(exp, result),
                 }
             )
             if args.run_only:

@@ -295,3 +295,43 @@ def test_seed003_experiment_parses():
     for s in exp.specs:
         seeds[(s.benchmark, s.op, s.repeat)].add(s.seed)
     assert all(len(x) == 1 for x in seeds.values())
+
+
+def _convergence_study(runs: dict[tuple[str, int], dict]):
+    """A stub experiment (one benchmark, metric `tps`, higher is better) and its results: one
+    spec per (op, repeat) of `runs`."""
+    from types import SimpleNamespace as NS
+
+    bench = NS(name="b", metrics=(NS(name="tps", higher_is_better=True),))
+    specs = [
+        NS(key=f"{op}/{rep}", benchmark="b", machine="m", config="c", op=op) for (op, rep) in runs
+    ]
+    results = {f"{op}/{rep}": r for (op, rep), r in runs.items()}
+    return NS(benchmarks=[bench], specs=specs), NS(results=results)
+
+
+def test_convergence_uses_the_repeats_or_the_single_runs_windows():
+    # repeats: HCoeffVar of 1, 2, 4 = sqrt(Σ(1/x − 1/H)²·H⁴/n)·100/H with H = 12/7
+    h = 12 / 7
+    hcv = math.sqrt(sum((1 / x - 1 / h) ** 2 for x in (1, 2, 4)) * h**4 / 3) * 100 / h
+    exp, res = _convergence_study(
+        {("a", r): {"metrics": {"tps": x}} for r, x in enumerate((1.0, 2.0, 4.0))}
+        | {("b", r): {"metrics": {"tps": 5.0}} for r in range(3)}
+    )
+    cv = v._coeffvar(exp, res)["b"]
+    assert (cv.points, cv.samples, cv.basis) == (2, 3, "repeats")
+    assert cv.max == pytest.approx(hcv)
+    assert cv.median == pytest.approx(hcv / 2)
+    # one run per point: its five windows (the windows' mean need not be the metric)
+    exp, res = _convergence_study(
+        {("a", 0): {"metrics": {"tps": 2.0}, "primary_windows": [1.0, 2.0, 4.0, 2.0, 2.0]}}
+    )
+    cv = v._coeffvar(exp, res)["b"]
+    h5 = 5 / (1 + 0.5 + 0.25 + 0.5 + 0.5)
+    hcv5 = math.sqrt(sum((1 / x - 1 / h5) ** 2 for x in (1, 2, 4, 2, 2)) * h5**4 / 5) * 100 / h5
+    assert (cv.points, cv.samples, cv.basis) == (1, 5, "windows")
+    assert cv.max == pytest.approx(hcv5)
+    # a fixed-work benchmark run once has neither
+    exp, res = _convergence_study({("a", 0): {"metrics": {"tps": 2.0}}})
+    cv = v._coeffvar(exp, res)["b"]
+    assert cv.basis == "one run" and math.isnan(cv.median)

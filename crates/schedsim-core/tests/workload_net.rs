@@ -836,3 +836,47 @@ fn power_turbostat_and_cpu_time_cover_the_interval_after_the_warmup() {
     let e = r["power"]["energy_j"].as_f64().unwrap();
     assert!((e - whole).abs() < 1e-9 * whole, "{e} {whole}");
 }
+
+#[test]
+fn primary_windows_split_the_measured_interval_into_five_equal_parts() {
+    // Rates over five equal windows average to the rate over the whole measured interval
+    // (transactions, datagrams and checkpoint bytes add up over the windows); dbench's
+    // windows hold the mean time of the loadfile passes that ended in each; a fixed-work
+    // benchmark has none
+    let windows = |name: &str, params: Value, ms: f64| -> (Vec<f64>, f64) {
+        let s = sim(shallow(2, 2_000_000, true), name, params, ms);
+        let r: Value = serde_json::from_str(&schedsim_core::metrics::result_json(&s, 0.0)).unwrap();
+        let w = r
+            .get("primary_windows")
+            .map(|v| {
+                v.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (w, r["primary"]["value"].as_f64().unwrap())
+    };
+    // (tbench credits bytes at its loadfile's checkpoints, so its windows need many of them)
+    for (name, params, ms) in [
+        ("pgbench-ro", json!({"clients": 2, "warmup_s": 0.02}), 120.0),
+        ("tbench", json!({"clients": 1, "warmup_s": 0.02}), 1020.0),
+        ("netperf-udp-stream", json!({"msg_size": 1024, "warmup_s": 0.02}), 120.0),
+        ("netperf-tcp-rr", json!({"warmup_s": 0.02}), 120.0),
+    ] {
+        let (w, whole) = windows(name, params, ms);
+        assert_eq!(w.len(), 5, "{name}: {w:?}");
+        let mean = w.iter().sum::<f64>() / 5.0;
+        assert!((mean - whole).abs() <= 1e-9 * whole, "{name}: {mean} {whole}");
+        assert!(w.iter().all(|&x| x > 0.5 * whole), "{name}: {w:?}");
+    }
+    let (w, whole) = windows("dbench", json!({"clients": 1, "warmup_s": 0.5}), 3000.0);
+    assert_eq!(w.len(), 5, "dbench: {w:?}");
+    assert!(
+        w.iter().all(|&x| (x - whole).abs() < 0.25 * whole),
+        "dbench: {w:?} {whole}"
+    );
+    let (w, _) = windows("kernbench", json!({"jobs": 2, "objects": 4}), 50.0);
+    assert!(w.is_empty(), "kernbench: {w:?}");
+}

@@ -195,6 +195,11 @@ struct RunResult<'a> {
     seed: u64,
     metrics: BTreeMap<String, f64>,
     primary: Primary,
+    /// The primary metric over each of `CONVERGENCE_WINDOWS` equal parts of the measured
+    /// interval (open-ended benchmarks; empty for fixed-work ones): their spread shows whether
+    /// the run is long enough for its mean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    primary_windows: Vec<f64>,
     power: Power,
     turbostat: TurbostatOut,
     sched: &'a crate::engine::SchedCounters,
@@ -256,6 +261,25 @@ fn cpu_stats(sim: &Sim) -> BTreeMap<String, CpuStatOut> {
             (g.path.clone(), out)
         })
         .collect()
+}
+
+/// The parts of the measured interval that `primary_windows` reports on.
+pub const CONVERGENCE_WINDOWS: u64 = 5;
+
+/// The primary metric over each of [`CONVERGENCE_WINDOWS`] equal parts of `(from, sim.now]`, or
+/// nothing when the workload's primary has no meaning over a window or a window has no value
+/// (a dbench window in which no loadfile pass ended).
+pub fn primary_windows(sim: &Sim, from: u64) -> Vec<f64> {
+    let span = sim.now.saturating_sub(from);
+    if span == 0 {
+        return Vec::new();
+    }
+    let bound =
+        |k: u64| from + (u128::from(span) * u128::from(k) / u128::from(CONVERGENCE_WINDOWS)) as u64;
+    (0..CONVERGENCE_WINDOWS)
+        .map(|k| sim.workload.window_primary(sim, bound(k), bound(k + 1)))
+        .collect::<Option<Vec<f64>>>()
+        .unwrap_or_default()
 }
 
 /// Serialise the finished run. `wall_s` is the host time the run took (reported, never used by
@@ -403,6 +427,7 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
             value: primary_value,
             higher_is_better: m.higher_is_better,
         },
+        primary_windows: primary_windows(sim, base.t_ns),
         power: Power {
             energy_j,
             core_energy_j,

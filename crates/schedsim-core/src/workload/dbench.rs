@@ -285,6 +285,13 @@ pub fn op_costs(lines: &[Line], k: &Constants, ref_mhz: f64, flush_io: u64) -> V
         .collect()
 }
 
+/// The dbench clients (program 0).
+fn client_tasks(sim: &Sim) -> Vec<usize> {
+    (0..sim.tasks.len())
+        .filter(|&t| sim.tasks[t].program == 0)
+        .collect()
+}
+
 impl Model for Dbench {
     fn measured_from_ns(&self) -> u64 {
         self.warmup_ns
@@ -304,10 +311,13 @@ impl Model for Dbench {
         })
     }
 
+    fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
+        let clients = client_tasks(sim);
+        super::tbench::loadfile_window(sim, &clients, &self.ck_bytes, t0, t1).1
+    }
+
     fn metrics(&self, sim: &Sim) -> Metrics {
-        let clients: Vec<usize> = (0..sim.tasks.len())
-            .filter(|&t| sim.tasks[t].program == 0)
-            .collect();
+        let clients = client_tasks(sim);
         let mut values = BTreeMap::new();
         let w = self.warmup_ns.min(sim.now);
         let commit = sim.compiled.marks.iter().position(|m| m == "commit");

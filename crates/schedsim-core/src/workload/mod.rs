@@ -70,6 +70,24 @@ pub trait Model: std::fmt::Debug {
     fn measured_from_ns(&self) -> u64 {
         0
     }
+    /// The primary metric over the part `(t0, t1]` of the measured interval, for the
+    /// convergence check of a run (`primary_windows` in the result): a rate or a mean of
+    /// per-operation times that a window of the run estimates on its own. None for fixed-work
+    /// benchmarks, whose primary (an elapsed time) belongs to the whole run.
+    fn window_primary(&self, _sim: &Sim, _t0: u64, _t1: u64) -> Option<f64> {
+        None
+    }
+}
+
+/// How many marks named `mark` fall in `(t0, t1]`.
+pub fn count_marks(sim: &Sim, mark: &str, t0: u64, t1: u64) -> u64 {
+    let Some(id) = sim.compiled.marks.iter().position(|m| m == mark) else {
+        return 0;
+    };
+    sim.marks
+        .iter()
+        .filter(|&&(t, _, m)| m == id && t > t0 && t <= t1)
+        .count() as u64
 }
 
 /// What a generator needs to build a model.
@@ -301,6 +319,14 @@ impl Workload {
         match self {
             Workload::Model(m) => m.measured_from_ns(),
             Workload::Custom(_) => 0,
+        }
+    }
+
+    /// The primary metric over `(t0, t1]` (see [`Model::window_primary`]).
+    pub fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
+        match self {
+            Workload::Model(m) => m.window_primary(sim, t0, t1),
+            Workload::Custom(_) => None,
         }
     }
 

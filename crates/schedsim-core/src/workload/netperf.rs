@@ -325,12 +325,7 @@ impl Netperf {
     }
 
     fn count(&self, sim: &Sim, mark: &str) -> u64 {
-        let w = self.warmup_ns.min(sim.now);
-        let id = sim.compiled.marks.iter().position(|m| m == mark);
-        sim.marks
-            .iter()
-            .filter(|&&(t, _, m)| Some(m) == id && t > w)
-            .count() as u64
+        super::count_marks(sim, mark, self.warmup_ns.min(sim.now), sim.now)
     }
 }
 
@@ -343,6 +338,20 @@ impl Model for Netperf {
         Ok(match self.test {
             Test::Rr => self.rr(),
             Test::Stream => self.stream(),
+        })
+    }
+
+    fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
+        let secs = t1.saturating_sub(t0) as f64 * 1e-9;
+        if secs <= 0.0 {
+            return Some(0.0);
+        }
+        Some(match self.test {
+            Test::Rr => super::count_marks(sim, "rr", t0, t1) as f64 / secs,
+            Test::Stream => {
+                let bytes = super::count_marks(sim, "tx", t0, t1) * self.batch * self.msg;
+                bytes as f64 / secs * 8.0 / 1e6
+            }
         })
     }
 

@@ -302,6 +302,13 @@ impl Pgbench {
     }
 }
 
+/// Transactions per second over `(t0, t1]`, and the transactions.
+fn tps_between(sim: &Sim, t0: u64, t1: u64) -> (f64, u64) {
+    let n = super::count_marks(sim, "txn", t0, t1);
+    let secs = t1.saturating_sub(t0) as f64 * 1e-9;
+    (if secs > 0.0 { n as f64 / secs } else { 0.0 }, n)
+}
+
 impl Model for Pgbench {
     fn measured_from_ns(&self) -> u64 {
         self.warmup_ns
@@ -322,17 +329,12 @@ impl Model for Pgbench {
         Ok(CustomWorkload { tasks, channels })
     }
 
+    fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
+        Some(tps_between(sim, t0, t1).0)
+    }
+
     fn metrics(&self, sim: &Sim) -> Metrics {
-        let end = sim.now;
-        let w = self.warmup_ns.min(end);
-        let id = sim.compiled.marks.iter().position(|m| m == "txn");
-        let n = sim
-            .marks
-            .iter()
-            .filter(|&&(t, _, m)| Some(m) == id && t > w)
-            .count();
-        let secs = (end - w) as f64 * 1e-9;
-        let tps = if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let (tps, n) = tps_between(sim, self.warmup_ns.min(sim.now), sim.now);
         let mut values = BTreeMap::new();
         values.insert("tps".into(), tps);
         values.insert(

@@ -236,6 +236,19 @@ pub fn task(name: String, program: Vec<OpSpec>) -> TaskSpec {
     TaskSpec::new(name, program)
 }
 
+impl Tbench {
+    /// The client tasks (programs 0..clients; the servers follow them).
+    fn client_tasks(&self, sim: &Sim) -> Vec<usize> {
+        let n = self.clients as usize;
+        sim.tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.program < n)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
 impl Model for Tbench {
     fn measured_from_ns(&self) -> u64 {
         self.warmup_ns
@@ -260,15 +273,13 @@ impl Model for Tbench {
         })
     }
 
+    fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
+        let clients = self.client_tasks(sim);
+        Some(loadfile_window(sim, &clients, &self.ck_bytes, t0, t1).0)
+    }
+
     fn metrics(&self, sim: &Sim) -> Metrics {
-        let n = self.clients as usize;
-        let clients: Vec<usize> = sim
-            .tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.program < n)
-            .map(|(i, _)| i)
-            .collect();
+        let clients = self.client_tasks(sim);
         let values = loadfile_metrics(
             sim,
             &clients,
@@ -284,6 +295,36 @@ impl Model for Tbench {
     }
 }
 
+/// The clients' throughput (MB/s) over `(t0, t1]` and the mean time (ms) of the loadfile passes
+/// that ended in it (None when none did).
+pub fn loadfile_window(
+    sim: &Sim,
+    clients: &[usize],
+    ck_bytes: &[u64],
+    t0: u64,
+    t1: u64,
+) -> (f64, Option<f64>) {
+    let pr = loadfile::progress(sim, "ck", clients, ck_bytes, &[t0, t1]);
+    let (mb_s, passes) = window_stats(&pr, t0, t1);
+    let mean = (!passes.is_empty()).then(|| passes.iter().sum::<f64>() / passes.len() as f64);
+    (mb_s, mean)
+}
+
+/// Throughput (MB/s) between the two times `pr` was totalled at, and the durations (ms) of the
+/// passes that ended between them.
+fn window_stats(pr: &loadfile::Progress, t0: u64, t1: u64) -> (f64, Vec<f64>) {
+    let secs = t1.saturating_sub(t0) as f64 * 1e-9;
+    let bytes = pr.bytes_at[1].saturating_sub(pr.bytes_at[0]) as f64;
+    let mb_s = if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 };
+    let passes = pr
+        .passes
+        .iter()
+        .filter(|&&(t, _)| t > t0 && t <= t1)
+        .map(|&(_, d)| d as f64 * 1e-6)
+        .collect();
+    (mb_s, passes)
+}
+
 /// Throughput and loadfile statistics of the dbench family from the clients' checkpoint marks.
 pub fn loadfile_metrics(
     sim: &Sim,
@@ -295,18 +336,8 @@ pub fn loadfile_metrics(
     let end = sim.now;
     let w = warmup_ns.min(end);
     let pr = loadfile::progress(sim, "ck", clients, ck_bytes, &[w, end]);
-    let secs = (end - w) as f64 * 1e-9;
-    let bytes = pr.bytes_at[1].saturating_sub(pr.bytes_at[0]) as f64;
-    values.insert(
-        "throughput_mb_s".into(),
-        if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 },
-    );
-    let samples: Vec<f64> = pr
-        .passes
-        .iter()
-        .filter(|&&(t, _)| t > w)
-        .map(|&(_, d)| d as f64 * 1e-6)
-        .collect();
+    let (mb_s, samples) = window_stats(&pr, w, end);
+    values.insert("throughput_mb_s".into(), mb_s);
     loadfile::loadfile_stats(&samples, &mut values);
     values
 }
