@@ -350,9 +350,11 @@ def render_markdown(
             if cv.basis == "one run":
                 lines.append(f"| {name} | {bench} | {cv.points} | one run | - | - |")
                 continue
+            per_point = f"{cv.samples} {cv.basis}"
+            if cv.without:
+                per_point += f" ({cv.without} without: a window in which no operation ended)"
             lines.append(
-                f"| {name} | {bench} | {cv.points} | {cv.samples} {cv.basis} "
-                f"| {cv.median:.2f} | {cv.max:.2f} |"
+                f"| {name} | {bench} | {cv.points} | {per_point} | {cv.median:.2f} | {cv.max:.2f} |"
             )
     if notes:
         lines += ["", notes.strip()]
@@ -409,6 +411,7 @@ class Convergence:
     basis: str  # "repeats", "windows" or "one run"
     median: float = math.nan
     max: float = math.nan
+    without: int = 0  # points run once with no windows (a window in which nothing completed)
 
 
 def _coeffvar(exp: Any, result: Any) -> dict[str, Convergence]:
@@ -437,14 +440,20 @@ def _coeffvar(exp: Any, result: Any) -> dict[str, Convergence]:
             ]
             basis = "repeats"
         else:
-            samples = [list(rs[0].get("primary_windows") or []) for rs in points.values()]
+            windows = [list(rs[0].get("primary_windows") or []) for rs in points.values()]
+            samples = [xs for xs in windows if len(xs) >= 2]
             basis = "windows"
-            if any(len(xs) < 2 for xs in samples):
+            if not samples:
                 out[b.name] = Convergence(len(points), 1, "one run")
                 continue
         cvs = [st.coeffvar(xs, kind) for xs in samples]
         out[b.name] = Convergence(
-            len(points), max(len(xs) for xs in samples), basis, statistics.median(cvs), max(cvs)
+            len(points),
+            max(len(xs) for xs in samples),
+            basis,
+            statistics.median(cvs),
+            max(cvs),
+            without=len(points) - len(samples),
         )
     return out
 

@@ -331,6 +331,13 @@ def test_convergence_uses_the_repeats_or_the_single_runs_windows():
     hcv5 = math.sqrt(sum((1 / x - 1 / h5) ** 2 for x in (1, 2, 4, 2, 2)) * h5**4 / 5) * 100 / h5
     assert (cv.points, cv.samples, cv.basis) == (1, 5, "windows")
     assert cv.max == pytest.approx(hcv5)
+    # a point whose run has no windows (nothing ended in one of them) is counted apart
+    exp, res = _convergence_study(
+        {("a", 0): {"metrics": {"tps": 2.0}, "primary_windows": [2.0, 2.0, 2.0, 2.0, 2.0]}}
+        | {("b", 0): {"metrics": {"tps": 2.0}}}
+    )
+    cv = v._coeffvar(exp, res)["b"]
+    assert (cv.points, cv.basis, cv.without, cv.max) == (2, "windows", 1, 0.0)
     # a fixed-work benchmark run once has neither
     exp, res = _convergence_study({("a", 0): {"metrics": {"tps": 2.0}}})
     cv = v._coeffvar(exp, res)["b"]
