@@ -472,6 +472,36 @@ fn fork_balancing_before_5_5_leaves_a_loaded_node() {
     );
 }
 
+/// Two nodes of eight CPUs; two CPU-bound tasks start on node 0's CPUs 0 and 1 and run 200 ms.
+/// Returns the nodes each task ended on.
+fn two_hogs_on_one_node(kernel: &str) -> Vec<usize> {
+    let mut m = smp(16, 1, 2_000_000, false);
+    for c in 8..16 {
+        m["cpus"][c]["node"] = json!(1);
+        m["cpus"][c]["package"] = json!(1);
+        m["cpus"][c]["llc"] = json!(1);
+    }
+    let hog = |cpu: usize| {
+        json!({"name": format!("hog{cpu}"), "start_cpu": cpu, "program": [
+            {"op": "run", "cycles": cycles(200.0, 2_000_000)}]})
+    };
+    let w = custom(json!([hog(0), hog(1)]), json!([]));
+    let sim = run(config(m, w, kernel, 150.0));
+    sim.tasks.iter().map(|t| t.cpu / 8).collect()
+}
+
+#[test]
+fn numa_balancing_leaves_a_small_imbalance_only_from_5_6() {
+    // Node 0 runs two tasks (6 idle CPUs), node 1 none (8 idle): an idle node-1 CPU's
+    // balance finds 8 > 6 + 1 idle CPUs and an imbalance of (8 - 6) / 2 = 1 task. v5.6+
+    // (adjust_numa_imbalance) forgives it on a lightly loaded node (1 running after the move
+    // < 8 / 4, imbalance <= 2), so both tasks stay; v5.2 moves one to node 1.
+    assert_eq!(two_hogs_on_one_node("6.12"), vec![0, 0]);
+    let mut old = two_hogs_on_one_node("5.2");
+    old.sort_unstable();
+    assert_eq!(old, vec![0, 1], "5.2: one task moves to the idle node");
+}
+
 /// Where a sync wakeup from CPU 0 places a task whose previous CPU is 3, on 8 CPUs of one LLC
 /// where CPUs 0-5 run something and 6-7 are idle, with the waking CPU's `avg_idle` and
 /// `avg_scan_cost` (ns) set.

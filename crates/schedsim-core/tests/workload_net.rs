@@ -862,13 +862,20 @@ fn primary_windows_split_the_measured_interval_into_five_equal_parts() {
     for (name, params, ms) in [
         ("pgbench-ro", json!({"clients": 2, "warmup_s": 0.02}), 120.0),
         ("tbench", json!({"clients": 1, "warmup_s": 0.02}), 1020.0),
-        ("netperf-udp-stream", json!({"msg_size": 1024, "warmup_s": 0.02}), 120.0),
+        (
+            "netperf-udp-stream",
+            json!({"msg_size": 1024, "warmup_s": 0.02}),
+            120.0,
+        ),
         ("netperf-tcp-rr", json!({"warmup_s": 0.02}), 120.0),
     ] {
         let (w, whole) = windows(name, params, ms);
         assert_eq!(w.len(), 5, "{name}: {w:?}");
         let mean = w.iter().sum::<f64>() / 5.0;
-        assert!((mean - whole).abs() <= 1e-9 * whole, "{name}: {mean} {whole}");
+        assert!(
+            (mean - whole).abs() <= 1e-9 * whole,
+            "{name}: {mean} {whole}"
+        );
         assert!(w.iter().all(|&x| x > 0.5 * whole), "{name}: {w:?}");
     }
     let (w, whole) = windows("dbench", json!({"clients": 1, "warmup_s": 0.5}), 3000.0);

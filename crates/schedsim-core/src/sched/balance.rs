@@ -7,7 +7,9 @@
 //! that moves the running task.
 //!
 //! Simplifications: no misfit, asym-packing, SMT-balance or imbalanced-affinity group types yet
-//! (misfit comes with EAS); NUMA imbalance allowance is the simple `adjust_numa_imbalance` rule;
+//! (misfit comes with EAS); NUMA imbalance allowance (v5.6+) is the simple `adjust_numa_imbalance`
+//! rule, and before v5.6 there is none: the v5.10 form then stands for the older load-based
+//! `calculate_imbalance` (both move tasks to a node with two idle CPUs more than the busiest);
 //! the balancing work itself costs no simulated CPU time.
 
 use super::rq::{IdleType, Stopper};
@@ -470,7 +472,7 @@ impl Sim {
             } else {
                 ((local.idle_cpus as i64 - b.idle_cpus as i64).max(0)) >> 1
             };
-            if numa {
+            if numa && self.prof.numa_imbalance_allowance {
                 // adjust_numa_imbalance(): with a lightly loaded destination node, a small
                 // imbalance (a pair of communicating tasks) stays local
                 let dst_running = local.nr_running + 1;

@@ -55,6 +55,12 @@ pub struct KernelProfile {
     /// `find_idlest_group()` compares runnable and blocked load (and spare capacity for exec)
     /// as before v5.5; from v5.5 (57abff067a08) it classifies groups like the load balancer.
     pub find_idlest_by_load: bool,
+    /// The load balancer leaves a small imbalance between lightly loaded NUMA nodes (a pair
+    /// of communicating tasks stays on its node): from v5.6 (Mel Gorman, "sched/fair: Allow a
+    /// small load imbalance between low utilisation SD_NUMA domains", the fix for the NUMA
+    /// over-balancing of the v5.5 rewrite). Before, an idle node pulls a task whenever it has
+    /// two idle CPUs more than the busiest node.
+    pub numa_imbalance_allowance: bool,
     /// Load-balance busy_factor (32 before v5.10, then 16).
     pub busy_factor: u32,
     /// imbalance_pct above the LLC (125 before v5.10, then 117).
@@ -142,6 +148,7 @@ impl KernelProfile {
             runnable_boost: at_least(6, 5),
             base_slice_ns: if at_least(6, 15) { 700_000 } else { 750_000 },
             find_idlest_by_load: !at_least(5, 5),
+            numa_imbalance_allowance: at_least(5, 6),
             busy_factor: if at_least(5, 10) { 16 } else { 32 },
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
             cfs_bw_interleave: at_least(6, 4),
