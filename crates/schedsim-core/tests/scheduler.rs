@@ -472,9 +472,9 @@ fn fork_balancing_before_5_5_leaves_a_loaded_node() {
     );
 }
 
-/// Two nodes of eight CPUs; two CPU-bound tasks start on node 0's CPUs 0 and 1 and run 200 ms.
-/// Returns the nodes each task ended on.
-fn two_hogs_on_one_node(kernel: &str) -> Vec<usize> {
+/// Two nodes of eight CPUs; `n` CPU-bound tasks start on node 0's first CPUs and run 200 ms.
+/// Returns the nodes the tasks ended on, sorted.
+fn hogs_on_one_node(kernel: &str, n: usize) -> Vec<usize> {
     let mut m = smp(16, 1, 2_000_000, false);
     for c in 8..16 {
         m["cpus"][c]["node"] = json!(1);
@@ -485,21 +485,34 @@ fn two_hogs_on_one_node(kernel: &str) -> Vec<usize> {
         json!({"name": format!("hog{cpu}"), "start_cpu": cpu, "program": [
             {"op": "run", "cycles": cycles(200.0, 2_000_000)}]})
     };
-    let w = custom(json!([hog(0), hog(1)]), json!([]));
+    let w = custom(json!((0..n).map(hog).collect::<Vec<_>>()), json!([]));
     let sim = run(config(m, w, kernel, 150.0));
-    sim.tasks.iter().map(|t| t.cpu / 8).collect()
+    let mut nodes: Vec<usize> = sim.tasks.iter().map(|t| t.cpu / 8).collect();
+    nodes.sort_unstable();
+    nodes
 }
 
 #[test]
-fn numa_balancing_leaves_a_small_imbalance_only_from_5_6() {
-    // Node 0 runs two tasks (6 idle CPUs), node 1 none (8 idle): an idle node-1 CPU's
-    // balance finds 8 > 6 + 1 idle CPUs and an imbalance of (8 - 6) / 2 = 1 task. v5.6+
-    // (adjust_numa_imbalance) forgives it on a lightly loaded node (1 running after the move
-    // < 8 / 4, imbalance <= 2), so both tasks stay; v5.2 moves one to node 1.
-    assert_eq!(two_hogs_on_one_node("6.12"), vec![0, 0]);
-    let mut old = two_hogs_on_one_node("5.2");
-    old.sort_unstable();
-    assert_eq!(old, vec![0, 1], "5.2: one task moves to the idle node");
+fn numa_balancing_leaves_the_small_imbalance_of_each_version() {
+    // Node 1 idle (8 idle CPUs), node 0 running n tasks (8 - n idle): an idle node-1 CPU's
+    // balance sees more than one idle CPU of difference and an imbalance of n / 2 tasks.
+    // v5.5 moves one of two; v5.2 (fix_small_imbalance) and v5.6-v5.10 keep a node's two
+    // tasks and move one of three; from v5.11 a destination node that stays under a quarter
+    // busy (1 + 1 < 8 / 4 fails, 0 + 1 < 2 holds) keeps an imbalance of up to two tasks.
+    assert_eq!(hogs_on_one_node("5.5", 2), vec![0, 1], "5.5 splits a pair");
+    assert_eq!(hogs_on_one_node("5.2", 2), vec![0, 0], "5.2 keeps a pair");
+    assert_eq!(hogs_on_one_node("5.6", 2), vec![0, 0], "5.6 keeps a pair");
+    assert_eq!(
+        hogs_on_one_node("5.2", 3),
+        vec![0, 0, 1],
+        "5.2 moves one of three"
+    );
+    assert_eq!(hogs_on_one_node("6.12", 2), vec![0, 0], "6.12 keeps a pair");
+    assert_eq!(
+        hogs_on_one_node("6.12", 3),
+        vec![0, 0, 0],
+        "6.12 keeps three"
+    );
 }
 
 /// Where a sync wakeup from CPU 0 places a task whose previous CPU is 3, on 8 CPUs of one LLC

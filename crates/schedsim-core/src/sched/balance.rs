@@ -7,14 +7,15 @@
 //! that moves the running task.
 //!
 //! Simplifications: no misfit, asym-packing, SMT-balance or imbalanced-affinity group types yet
-//! (misfit comes with EAS); NUMA imbalance allowance (v5.6+) is the simple `adjust_numa_imbalance`
-//! rule, and before v5.6 there is none: the v5.10 form then stands for the older load-based
-//! `calculate_imbalance` (both move tasks to a node with two idle CPUs more than the busiest);
+//! (misfit comes with EAS); the NUMA imbalance left alone follows the version
+//! ([`NumaImbalance`]); before v5.5 the v5.10 form stands for the load-based
+//! `calculate_imbalance` (both move tasks towards a node with two idle CPUs more);
 //! the balancing work itself costs no simulated CPU time.
 
 use super::rq::{IdleType, Stopper};
 use super::task::TaskId;
 use crate::engine::Sim;
+use crate::sim::profile::NumaImbalance;
 
 /// `enum group_type`, from least to most busy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -472,13 +473,8 @@ impl Sim {
             } else {
                 ((local.idle_cpus as i64 - b.idle_cpus as i64).max(0)) >> 1
             };
-            if numa && self.prof.numa_imbalance_allowance {
-                // adjust_numa_imbalance(): with a lightly loaded destination node, a small
-                // imbalance (a pair of communicating tasks) stays local
-                let dst_running = local.nr_running + 1;
-                if dst_running < local.group_weight / 4 && imb <= 2 {
-                    imb = 0;
-                }
+            if numa {
+                imb = self.adjust_numa_imbalance(imb, &local, &b);
             }
             return (imb > 0).then_some(Imbalance {
                 group: bi,
@@ -498,6 +494,23 @@ impl Sim {
             mtype: MigrationType::Load,
             imbalance: imb,
         })
+    }
+
+    /// The NUMA imbalance the profile's kernel leaves alone ([`NumaImbalance`]).
+    fn adjust_numa_imbalance(&self, imb: i64, local: &SgStats, busiest: &SgStats) -> i64 {
+        match self.prof.numa_imbalance {
+            NumaImbalance::None => imb,
+            NumaImbalance::SmallSource if busiest.nr_running <= 2 => 0,
+            NumaImbalance::SmallSource => imb,
+            NumaImbalance::LightDestination => {
+                let dst_running = local.nr_running + 1;
+                if dst_running < local.group_weight / 4 && imb <= 2 {
+                    0
+                } else {
+                    imb
+                }
+            }
+        }
     }
 
     /// `find_busiest_queue()`.

@@ -15,6 +15,36 @@ pub enum FairFlavor {
     Eevdf,
 }
 
+/// The small imbalance between NUMA nodes that load balancing leaves alone, by version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumaImbalance {
+    /// v5.5: none. The load-balancer rewrite (0b0695f2b34a) evens out idle CPUs between nodes
+    /// however lightly loaded, which split communicating pairs ("NUMA over-balancing").
+    None,
+    /// Before v5.5 and in v5.6-v5.10: a source node running at most two tasks keeps them
+    /// (v5.6's fix, "Allow a small load imbalance between low utilisation SD_NUMA domains",
+    /// `busiest->sum_nr_running <= 2`). Before v5.5 the load-based `calculate_imbalance`
+    /// declined such a move in `fix_small_imbalance` (moving one of two tasks to an empty node
+    /// does not raise the throughput it estimates); the model uses v5.6's rule for it.
+    SmallSource,
+    /// From v5.11: a destination node whose running tasks, with the moved one, stay under a
+    /// quarter of its CPUs keeps an imbalance of up to two tasks (`adjust_numa_imbalance`
+    /// with `allow_numa_imbalance(dst_running, dst_weight)`).
+    LightDestination,
+}
+
+impl NumaImbalance {
+    pub fn for_version(v: (u32, u32)) -> Self {
+        if v >= (5, 11) {
+            NumaImbalance::LightDestination
+        } else if v == (5, 5) {
+            NumaImbalance::None
+        } else {
+            NumaImbalance::SmallSource
+        }
+    }
+}
+
 /// Boolean scheduler features, named as in `kernel/sched/features.h`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedFeatures {
@@ -55,12 +85,8 @@ pub struct KernelProfile {
     /// `find_idlest_group()` compares runnable and blocked load (and spare capacity for exec)
     /// as before v5.5; from v5.5 (57abff067a08) it classifies groups like the load balancer.
     pub find_idlest_by_load: bool,
-    /// The load balancer leaves a small imbalance between lightly loaded NUMA nodes (a pair
-    /// of communicating tasks stays on its node): from v5.6 (Mel Gorman, "sched/fair: Allow a
-    /// small load imbalance between low utilisation SD_NUMA domains", the fix for the NUMA
-    /// over-balancing of the v5.5 rewrite). Before, an idle node pulls a task whenever it has
-    /// two idle CPUs more than the busiest node.
-    pub numa_imbalance_allowance: bool,
+    /// Which small imbalance the load balancer leaves between NUMA nodes (§8.8).
+    pub numa_imbalance: NumaImbalance,
     /// Load-balance busy_factor (32 before v5.10, then 16).
     pub busy_factor: u32,
     /// imbalance_pct above the LLC (125 before v5.10, then 117).
@@ -148,7 +174,7 @@ impl KernelProfile {
             runnable_boost: at_least(6, 5),
             base_slice_ns: if at_least(6, 15) { 700_000 } else { 750_000 },
             find_idlest_by_load: !at_least(5, 5),
-            numa_imbalance_allowance: at_least(5, 6),
+            numa_imbalance: NumaImbalance::for_version(version),
             busy_factor: if at_least(5, 10) { 16 } else { 32 },
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
             cfs_bw_interleave: at_least(6, 4),
