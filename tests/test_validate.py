@@ -74,6 +74,19 @@ def test_score_hand_computed():
     assert [c.agree for c in cells] == [True, True, True, False, None, None]
 
 
+def test_seed000_headline_has_a_row_for_its_performance_tables():
+    # the target counts the 5.3.2 and 5.3.3 tables; power and perf-per-watt apart
+    cells = [_cell(1.30, 1.25), _cell(1.14, 0.97), _cell(1.10, 1.20), _cell(1.00, 1.30)]
+    tables = ["5.3.2 ratio", "5.3.3 tbench4", "5.3.4 power", "5.3.4 ppw"]
+    for c, table in zip(cells, tables, strict=True):
+        c.table = table
+    h = v.headline_json({"000": ({}, cells)})
+    assert h["seed000"]["cells"] == 4 and h["seed000"]["direction_agree"] == pytest.approx(0.5)
+    perf = h["seed000_performance"]
+    assert perf["cells"] == 2 and perf["direction_agree"] == pytest.approx(0.5)
+    assert perf["median_ratio_error"] == pytest.approx((0.05 + 0.17) / 2)
+
+
 def test_score_empty():
     assert v.score([_cell(1.0, math.nan)]) == {
         "cells": 0,
