@@ -327,6 +327,21 @@ impl Netperf {
     fn count(&self, sim: &Sim, mark: &str) -> u64 {
         super::count_marks(sim, mark, self.warmup_ns.min(sim.now), sim.now)
     }
+
+    /// The primary over `(t0, t1]`: transactions/s (RR) or sent Mbit/s (STREAM).
+    fn primary_between(&self, sim: &Sim, t0: u64, t1: u64) -> f64 {
+        let secs = t1.saturating_sub(t0) as f64 * 1e-9;
+        if secs <= 0.0 {
+            return 0.0;
+        }
+        match self.test {
+            Test::Rr => super::count_marks(sim, "rr", t0, t1) as f64 / secs,
+            Test::Stream => {
+                let bytes = super::count_marks(sim, "tx", t0, t1) * self.batch * self.msg;
+                bytes as f64 / secs * 8.0 / 1e6
+            }
+        }
+    }
 }
 
 impl Model for Netperf {
@@ -342,17 +357,7 @@ impl Model for Netperf {
     }
 
     fn window_primary(&self, sim: &Sim, t0: u64, t1: u64) -> Option<f64> {
-        let secs = t1.saturating_sub(t0) as f64 * 1e-9;
-        if secs <= 0.0 {
-            return Some(0.0);
-        }
-        Some(match self.test {
-            Test::Rr => super::count_marks(sim, "rr", t0, t1) as f64 / secs,
-            Test::Stream => {
-                let bytes = super::count_marks(sim, "tx", t0, t1) * self.batch * self.msg;
-                bytes as f64 / secs * 8.0 / 1e6
-            }
-        })
+        Some(self.primary_between(sim, t0, t1))
     }
 
     fn metrics(&self, sim: &Sim) -> Metrics {
@@ -363,8 +368,7 @@ impl Model for Netperf {
         let primary = match self.test {
             Test::Rr => {
                 let n = self.count(sim, "rr") as f64;
-                let tps = rate(n);
-                values.insert("trans_per_s".into(), tps);
+                values.insert("trans_per_s".into(), self.primary_between(sim, w, sim.now));
                 values.insert("transactions".into(), n);
                 values.insert(
                     "latency_us_mean".into(),
@@ -376,7 +380,10 @@ impl Model for Netperf {
                 let per_mark = (self.batch * self.msg) as f64;
                 let tx = self.count(sim, "tx") as f64 * per_mark;
                 let rx = self.count(sim, "rx") as f64 * per_mark;
-                values.insert("throughput_mbit_s".into(), rate(tx) * 8.0 / 1e6);
+                values.insert(
+                    "throughput_mbit_s".into(),
+                    self.primary_between(sim, w, sim.now),
+                );
                 values.insert("recv_mbit_s".into(), rate(rx) * 8.0 / 1e6);
                 // TCP loses nothing; a UDP receiver that falls behind would overflow its
                 // buffer, so what it has not processed is what netperf reports as lost
