@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import schedsim
 from schedsim.errors import ConfigError
 from schedsim.machines import list_machines, load_machine, preset_dir
 from schedsim.machines.preset import em_power_mw
@@ -634,6 +635,31 @@ def test_invalid_preset_names_file_and_key() -> None:
 def test_unknown_preset_key_is_an_error() -> None:
     with pytest.raises(ConfigError, match="turbo_ratio"):
         load_machine("skylake-8x", {"opp_tables": {"skylake": {"turbo_ratio": [39]}}})
+
+
+def test_storage_reaches_the_spec_and_the_benchmarks() -> None:
+    assert load_machine("skylake-8x").spec.storage is None
+    m = load_machine("skylake-8x", {"storage": {"fsync_us": 5457}})
+    assert m.spec.storage is not None and m.spec.storage.fsync_us == 5457
+    # one pgbench-rw client flushes once per transaction: 5 ms more per flush, at least 5 ms
+    # more per transaction (a little more: the idle CPUs sleep deeper during the longer wait)
+    lat = {
+        name: schedsim.run(machine, "pgbench-rw:clients=1", kernel="6.12", duration="1s").metrics[
+            "latency_ms_mean"
+        ]
+        for name, machine in (("ssd", "skylake-8x"), ("disk", m))
+    }
+    assert 5.0 <= lat["disk"] - lat["ssd"] < 5.5
+
+
+@pytest.mark.parametrize(
+    ("storage", "needle"),
+    [({"fsync_us": -1}, "storage.fsync_us"), ({"fsync_ms": 4}, "fsync_ms")],
+)
+def test_invalid_storage_names_the_key(storage: dict, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle) as err:
+        load_machine("skylake-8x", {"storage": storage})
+    assert "skylake-8x.toml" in str(err.value)
 
 
 @st.composite

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     StrictFloat,
     StrictInt,
@@ -116,6 +117,10 @@ class HwpSpec(_Strict):
     ramp_down_khz: NonNegativeInt = 0
 
 
+class StorageSpec(_Strict):
+    fsync_us: PositiveFloat
+
+
 class MachineSpec(_Strict):
     name: str
     description: str = ""
@@ -129,6 +134,7 @@ class MachineSpec(_Strict):
     tsc_khz: PositiveInt
     package_idle_states: list[PackageIdleStateSpec] = []
     hwp: HwpSpec | None = None
+    storage: StorageSpec | None = None
 
 
 # ---- task programs (workload/spec.rs) -------------------------------------------------------

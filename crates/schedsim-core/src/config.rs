@@ -271,6 +271,20 @@ pub struct MachineSpec {
     /// Hardware P-states (Intel HWP), when the part has them.
     #[serde(default)]
     pub hwp: Option<HwpSpec>,
+    /// The storage device the file-system benchmarks write to, when the preset describes it;
+    /// without it they use their own measured defaults.
+    #[serde(default)]
+    pub storage: Option<StorageSpec>,
+}
+
+/// The machine's storage device, as the I/O benchmarks see it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSpec {
+    /// Time one fsync/fdatasync of freshly written file data spends on the device (the data
+    /// write and the cache flush or journal commit it forces), µs: the default of dbench's
+    /// `flush_io_us` and pgbench's `wal_flush_us`.
+    pub fsync_us: f64,
 }
 
 /// A package C-state (PC2..PC10 on Intel, cluster-off on Arm).

@@ -449,6 +449,43 @@ fn pgbench_rw_wal_flush_us_is_the_time_of_every_commit_flush() {
 }
 
 #[test]
+fn machine_storage_fsync_us_is_the_default_flush_of_pgbench_and_dbench() {
+    // a preset's [storage] fsync_us replaces the benchmarks' measured device times (457 us per
+    // WAL flush, 427 us per dbench Flush); an explicit parameter still wins
+    let disk = |fsync_us: f64| {
+        let mut m = shallow(4, 3_000_000, true);
+        m["storage"] = json!({ "fsync_us": fsync_us });
+        m
+    };
+    let pg = |m: Value, params: Value| {
+        let s = sim(m, "pgbench-rw", params, 3000.0);
+        metric(&s, "latency_ms_mean")
+    };
+    let one = json!({"clients": 1});
+    let default = pg(shallow(4, 3_000_000, true), one.clone());
+    let on_disk = pg(disk(5457.0), one.clone());
+    // one client: one flush per transaction, 5 ms more each
+    assert!(
+        ((on_disk - default) - 5.0).abs() < 0.05,
+        "latency {default} ms by default, {on_disk} ms on a 5.457 ms device"
+    );
+    let explicit = pg(disk(5457.0), json!({"clients": 1, "wal_flush_us": 457}));
+    assert_eq!(
+        explicit, default,
+        "an explicit wal_flush_us wins over the machine's"
+    );
+
+    // dbench: each of a pass's 43 Flush lines waits for the device once (data, then commit)
+    let s = sim(disk(5427.0), "dbench", json!({}), 1200.0);
+    let want = dbench_pass_ms_at_3ghz() + 43.0 * 5.0;
+    let got = metric(&s, "loadfile_ms_mean");
+    assert!(
+        got >= want && got < want * 1.02,
+        "pass {got} ms on a 5.427 ms device, expected {want} ms"
+    );
+}
+
+#[test]
 fn pgbench_rw_at_scale_1_commits_one_transaction_per_flush() {
     // every transaction updates the one branch row and holds it until its commit is durable,
     // so no two commits are ever in the WAL at once: one commit per flush, at most one flush

@@ -151,6 +151,13 @@ def describe_machine(console: Console, m: Machine) -> None:
         )
     else:
         console.print("[bold]Power limits[/bold]: none")
+    if spec.storage is not None:
+        console.print(
+            f"[bold]Storage[/bold]: fsync {spec.storage.fsync_us:g} us "
+            "(the default of dbench's flush_io_us and pgbench's wal_flush_us)"
+        )
+    else:
+        console.print("[bold]Storage[/bold]: not described (the benchmarks' measured defaults)")
 
     # ---- idle states
     for tname, states in spec.idle_states.items():

@@ -6,9 +6,10 @@ clusters of each node (`[[topology.clusters]]`: core type, number of cores, whic
 they share), how Linux numbers the CPUs and how wide a frequency domain is; `[core_types.NAME]`,
 `[opp_tables.NAME]` and `[[idle_states.NAME]]` describe the parts; `[[package_idle_states]]` the
 package (Intel PC-states) or cluster-wide (Arm cluster-off) idle states; `[hwp]` the HWP
-capabilities and the parameters of the autonomous-selection stand-in; `[power]` the power model
-and the package power limits. Expansion lists every CPU with its global core, cluster, LLC, node,
-package, core-type and frequency-domain indices.
+capabilities and the parameters of the autonomous-selection stand-in; `[storage]` the storage
+device's fsync time; `[power]` the power model and the package power limits. Expansion lists
+every CPU with its global core, cluster, LLC, node, package, core-type and frequency-domain
+indices.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..spec import (
     OppSpec,
     PackageIdleStateSpec,
     PowerSpec,
+    StorageSpec,
 )
 
 
@@ -241,6 +243,12 @@ class PresetPackageIdleState(_Strict):
     exit_latency_us: NonNegativeInt = 0
 
 
+class PresetStorage(_Strict):
+    """`[storage]`: the device the file-system benchmarks write to."""
+
+    fsync_us: PositiveFloat
+
+
 class PresetHwp(_Strict):
     highest_khz: PositiveInt
     guaranteed_khz: PositiveInt
@@ -275,6 +283,7 @@ class Preset(_Strict):
     idle_states: dict[str, list[PresetIdleState]]
     package_idle_states: list[PresetPackageIdleState] = []
     hwp: PresetHwp | None = None
+    storage: PresetStorage | None = None
     power: PresetPower
 
     @model_validator(mode="after")
@@ -533,6 +542,7 @@ class Preset(_Strict):
             tsc_khz=self.machine.tsc_khz,
             package_idle_states=package_states,
             hwp=hwp,
+            storage=StorageSpec(**self.storage.model_dump()) if self.storage else None,
         )
 
 

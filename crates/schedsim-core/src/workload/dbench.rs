@@ -16,7 +16,7 @@ use super::constants::Constants;
 use super::loadfile::{self, Kind, Line};
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
 use super::tbench::loadfile_metrics;
-use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
+use super::{storage_fsync_us, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
 
 pub const CONSTANTS: &str = include_str!("../../data/workloads/dbench.json");
@@ -35,7 +35,7 @@ pub const JSTART: &str = "jbd2-commit-start";
 pub fn generator() -> Generator {
     Generator {
         info,
-        make: |ctx| Ok(Box::new(Dbench::new(ctx.params)?)),
+        make: |ctx| Ok(Box::new(Dbench::new(ctx.params, storage_fsync_us(ctx))?)),
     }
 }
 
@@ -46,7 +46,7 @@ pub fn info() -> WorkloadInfo {
         params: vec![
             ParamInfo { name: "clients", default: 1.into(), description: "client processes" },
             ParamInfo { name: "warmup_s", default: 0.0.into(), description: "seconds excluded from the throughput, the loadfile samples and the latency samples (MMTests runs dbench with --warmup 0)" },
-            ParamInfo { name: "flush_io_us", default: constants().get("flush_io_us").into(), description: "device time of one Flush (fsync): its data write, then the journal commit (journal_fraction of it), us; the default is measured on a virtio guest (data/workloads/dbench.json)" },
+            ParamInfo { name: "flush_io_us", default: constants().get("flush_io_us").into(), description: "device time of one Flush (fsync): its data write, then the journal commit (journal_fraction of it), us; default: the machine's storage.fsync_us, else the fsync measured on a virtio guest (data/workloads/dbench.json)" },
         ],
         metrics: vec![
             "loadfile_ms_mean", "loadfile_ms_min", "loadfile_ms_max", "loadfile_ms_stddev",
@@ -85,7 +85,12 @@ pub struct Dbench {
 }
 
 impl Dbench {
-    pub fn new(params: &BTreeMap<String, serde_json::Value>) -> Result<Self, String> {
+    /// `fsync_us`: the machine's storage fsync time, the default of `flush_io_us` when the
+    /// preset describes its storage.
+    pub fn new(
+        params: &BTreeMap<String, serde_json::Value>,
+        fsync_us: Option<f64>,
+    ) -> Result<Self, String> {
         let p = Params::new("dbench", params, &info())?;
         let clients = p.int("clients", 1, 1, 4096)? as u32;
         let warmup_s = p.f64("warmup_s", 0.0, 0.0, 86_400.0)?;
@@ -94,7 +99,8 @@ impl Dbench {
         let cks = loadfile::checkpoints(lines.len(), lf.get("checkpoints_per_pass") as usize);
         let ck_bytes = loadfile::checkpoint_bytes(&lines, &cks);
         let k = constants();
-        let flush_io_us = p.f64("flush_io_us", k.get("flush_io_us"), 1.0, 1e6)?;
+        let default_flush = fsync_us.unwrap_or_else(|| k.get("flush_io_us"));
+        let flush_io_us = p.f64("flush_io_us", default_flush, 1.0, 1e6)?;
         let flush_io = (flush_io_us * 1e3).round() as u64;
         let costs = op_costs(&lines, &k, lf.get("ref_mhz"), flush_io);
         let commit_ns = (flush_io as f64 * k.get("journal_fraction")).round() as u64;

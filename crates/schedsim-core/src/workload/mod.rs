@@ -99,6 +99,12 @@ pub struct GenCtx<'a> {
     pub seed: u64,
 }
 
+/// The machine's storage fsync time (µs), when its preset describes its storage: the default
+/// device time of the benchmarks' fsyncs.
+pub fn storage_fsync_us(ctx: &GenCtx) -> Option<f64> {
+    ctx.machine.storage.as_ref().map(|s| s.fsync_us)
+}
+
 /// A registered generator.
 pub struct Generator {
     pub info: fn() -> WorkloadInfo,

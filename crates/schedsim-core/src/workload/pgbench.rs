@@ -80,7 +80,7 @@ fn params() -> Vec<ParamInfo> {
         ParamInfo {
             name: "wal_flush_us",
             default: constants().get("wal_flush_us").into(),
-            description: "time of one WAL flush (fdatasync of the WAL on the database's device), us; the default is an fsync measured on a virtio guest (data/workloads/pgbench.json)",
+            description: "time of one WAL flush (fdatasync of the WAL on the database's device), us; default: the machine's storage.fsync_us, else an fsync measured on a virtio guest (data/workloads/pgbench.json)",
         },
     ]
 }
@@ -154,7 +154,8 @@ impl Pgbench {
         // 42,949 is the largest scale whose accounts fit pgbench's int4 aid
         let scale = p.int("scale", 1, 1, 42_949)? as u32;
         let k = constants();
-        let wal_flush_us = p.f64("wal_flush_us", k.get("wal_flush_us"), 1.0, 1e6)?;
+        let default_flush = super::storage_fsync_us(ctx).unwrap_or_else(|| k.get("wal_flush_us"));
+        let wal_flush_us = p.f64("wal_flush_us", default_flush, 1.0, 1e6)?;
         let threads = match threads {
             0 => threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len()),
             j => j.min(clients),
