@@ -324,6 +324,11 @@ pub struct HwpSpec {
     pub headroom_epp0: f64,
     #[serde(default)]
     pub headroom_epp255: f64,
+    /// The activity window (`HWP_REQUEST` bits 41:32, left 0 by Linux: the hardware's own
+    /// choice): the time constant (ns) of the moving average of each CPU's busy fraction that
+    /// the target follows; 0 = the last sample alone.
+    #[serde(default)]
+    pub activity_window_ns: u64,
     /// Largest frequency step per sample up and down (kHz); 0 = unlimited.
     #[serde(default)]
     pub ramp_up_khz: u64,

@@ -309,6 +309,26 @@ fn hwp_machine() -> Value {
 }
 
 #[test]
+fn hwp_activity_window_averages_the_busy_time() {
+    // one hog pinned to CPU 0 from t = 0, EPP 255 (target = busy × highest), 1 ms samples:
+    // without a window the first sample (busy 1.0) asks for the highest 3.9 GHz; with a 20 ms
+    // window the average after ten samples is 1 − e^(−10/20) = 0.3935, so the request is the
+    // first P-state at or above 0.3935 × 3.9 GHz = 1.535 GHz: 1.6 GHz
+    let request = |window_ns: u64| {
+        let mut m = hwp_machine();
+        m["hwp"]["default_epp"] = json!(255);
+        m["hwp"]["activity_window_ns"] = json!(window_ns);
+        let mut cfg = config(m, hogs(1, true), "6.12", 10.5);
+        cfg.cpufreq.driver = Some("intel_pstate".into());
+        cfg.cpufreq.governor = "powersave".into();
+        let sim = run(cfg);
+        sim.hw.cpu_req_khz[0]
+    };
+    assert_eq!(request(0), 3_900_000);
+    assert_eq!(request(20_000_000), 1_600_000);
+}
+
+#[test]
 fn hwp_picks_frequencies_from_busy_time_and_epp() {
     // a steady 1-CPU load busy 100 % at whatever frequency: the HWP target is highest × (1 +
     // headroom) clamped to highest; a 20 %-duty periodic task gets a lower frequency.

@@ -138,7 +138,8 @@ def describe_machine(console: Console, m: Machine) -> None:
             f"{_mhz(h.guaranteed_khz)}, most efficient {_mhz(h.efficient_khz)}, lowest "
             f"{_mhz(h.lowest_khz)} MHz; default EPP {h.default_epp:#04x}; stand-in: sample "
             f"{h.sample_ns} ns, headroom {h.headroom_epp0:g} (EPP 0) .. {h.headroom_epp255:g} "
-            f"(EPP 255), ramp up {h.ramp_up_khz} / down {h.ramp_down_khz} kHz per sample"
+            f"(EPP 255), activity window {h.activity_window_ns} ns, ramp up {h.ramp_up_khz} / "
+            f"down {h.ramp_down_khz} kHz per sample"
         )
     else:
         console.print("[bold]HWP[/bold]: no")

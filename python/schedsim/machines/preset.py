@@ -258,6 +258,7 @@ class PresetHwp(_Strict):
     sample_ns: PositiveInt = 1_000_000
     headroom_epp0: float = 0.0
     headroom_epp255: float = 0.0
+    activity_window_ns: NonNegativeInt = 0
     ramp_up_khz: NonNegativeInt = 0
     ramp_down_khz: NonNegativeInt = 0
 

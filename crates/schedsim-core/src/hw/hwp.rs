@@ -3,8 +3,9 @@
 //!
 //! Intel does not publish the selection algorithm. This is a documented, parameterised
 //! stand-in (parameters in the preset's `hwp` table): every `sample_ns` the hardware looks at
-//! each CPU's C0 residency over the last window (ΔMPERF/ΔTSC) and targets
-//! `busy × highest × (1 + headroom(EPP))`, with the headroom interpolated linearly between
+//! each CPU's C0 residency over the last sample (ΔMPERF/ΔTSC), folds it into a moving average
+//! whose time constant is the activity window (`activity_window_ns`; 0 = the last sample
+//! alone), and targets `busy × highest × (1 + headroom(EPP))`, with the headroom interpolated linearly between
 //! `headroom_epp0` (EPP 0, performance) and `headroom_epp255` (EPP 255, power); EPP 0 with any
 //! busy time races to the maximum. A non-zero `desired` replaces the target. The result is
 //! clamped to [min, max], rate-limited by `ramp_up_khz` / `ramp_down_khz` per sample, rounded
@@ -31,6 +32,18 @@ pub struct HwpState {
     pub req: Vec<HwpRequest>,
     /// Counters at the previous evaluation, per CPU.
     last: Vec<Counters>,
+    /// The moving average of each CPU's busy fraction over the activity window.
+    busy_avg: Vec<f64>,
+}
+
+/// Fold one sample's busy fraction into the activity average: an exponential moving average
+/// with time constant `window_ns` over a sample of `sample_ns` (0 = the sample alone).
+pub fn activity_average(avg: f64, busy: f64, sample_ns: u64, window_ns: u64) -> f64 {
+    if window_ns == 0 {
+        return busy;
+    }
+    let keep = (-(sample_ns as f64) / window_ns as f64).exp();
+    busy + (avg - busy) * keep
 }
 
 /// The autonomous target for one CPU (kHz, before rounding and ramp limits).
@@ -59,6 +72,7 @@ impl HwpState {
         HwpState {
             req: vec![req; ncpus],
             last: vec![Counters::default(); ncpus],
+            busy_avg: vec![0.0; ncpus],
             spec,
         }
     }
@@ -117,6 +131,7 @@ impl Sim {
             } else {
                 0.0
             };
+            let busy = activity_average(h.busy_avg[c], busy, sample, h.spec.activity_window_ns);
             let req = h.req[c];
             let mut target = hwp_target_khz(&h.spec, &req, busy);
             let prev = self.hw.cpu_req_khz[c];
@@ -128,7 +143,9 @@ impl Sim {
             }
             let fd = self.topo.cpus[c].freq_domain;
             let khz = self.fds[fd].opp_at_or_above(target).khz.min(req.max_khz);
-            self.hwp.as_mut().expect("hwp").last[c] = cur;
+            let h = self.hwp.as_mut().expect("hwp");
+            h.last[c] = cur;
+            h.busy_avg[c] = busy;
             self.set_cpu_request(c, khz);
         }
         self.events
@@ -150,9 +167,32 @@ mod tests {
             sample_ns: 1_000_000,
             headroom_epp0: 0.5,
             headroom_epp255: 0.0,
+            activity_window_ns: 0,
             ramp_up_khz: 0,
             ramp_down_khz: 0,
         }
+    }
+
+    #[test]
+    fn activity_average_builds_up_over_the_window() {
+        // a CPU that turns fully busy after idling: with a 10 ms window and 1 ms samples the
+        // average after k samples is 1 - e^(-k/10): 0.0952 after one, 0.632 after ten
+        let mut avg = 0.0;
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            avg = activity_average(avg, 1.0, 1_000_000, 10_000_000);
+            got.push(avg);
+        }
+        assert!((got[0] - (1.0 - (-0.1f64).exp())).abs() < 1e-12);
+        assert!((got[9] - (1.0 - (-1.0f64).exp())).abs() < 1e-12);
+        // and decays the same way when it idles again: e^(-1) of it is left after ten samples
+        let start = avg;
+        for _ in 0..10 {
+            avg = activity_average(avg, 0.0, 1_000_000, 10_000_000);
+        }
+        assert!((avg - start * (-1.0f64).exp()).abs() < 1e-12);
+        // no window: the last sample alone
+        assert_eq!(activity_average(0.7, 0.2, 1_000_000, 0), 0.2);
     }
 
     fn req(epp: u8) -> HwpRequest {
