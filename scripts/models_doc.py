@@ -102,6 +102,7 @@ _TAG_KINDS = {
     "rb3": "measured",
     "lisa": "measured",
     "bsd": "measured",
+    "ramp": "measured",
     # vendors' specifications, device trees and firmware tables
     "x86cpus": "vendor spec",
     "ark": "vendor spec",

@@ -329,6 +329,24 @@ fn hwp_activity_window_averages_the_busy_time() {
 }
 
 #[test]
+fn hwp_with_a_3_ms_window_reaches_the_top_in_5_ms() {
+    // the Skylake presets' window: a core with HWP goes from idle to its top frequency in just
+    // over 5 ms (measured on a Core i5-6600K). At EPP 0x80 the headroom is 0.5 × (1 − 128/255)
+    // = 0.249; after four 1 ms samples of a hog the average is 1 − e^(−4/3) = 0.736, a target of
+    // 0.736 × 3.9 GHz × 1.249 = 3.59 GHz (3.6 GHz); after five 0.811, above the top: 3.9 GHz
+    let request = |ms: f64| {
+        let mut m = hwp_machine();
+        m["hwp"]["activity_window_ns"] = json!(3_000_000);
+        let mut cfg = config(m, hogs(1, true), "6.12", ms);
+        cfg.cpufreq.driver = Some("intel_pstate".into());
+        cfg.cpufreq.governor = "powersave".into();
+        run(cfg).hw.cpu_req_khz[0]
+    };
+    assert_eq!(request(4.5), 3_600_000);
+    assert_eq!(request(5.5), 3_900_000);
+}
+
+#[test]
 fn hwp_picks_frequencies_from_busy_time_and_epp() {
     // a steady 1-CPU load busy 100 % at whatever frequency: the HWP target is highest × (1 +
     // headroom) clamped to highest; a 20 %-duty periodic task gets a lower frequency.
