@@ -15,7 +15,6 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     StrictFloat,
     StrictInt,
@@ -119,7 +118,7 @@ class HwpSpec(_Strict):
 
 
 class StorageSpec(_Strict):
-    fsync_us: PositiveFloat
+    fsync_us: float = Field(ge=1.0, le=1e6, allow_inf_nan=False)
 
 
 class MachineSpec(_Strict):

@@ -483,6 +483,14 @@ impl SimConfig {
         if m.cpus.is_empty() {
             return Err(format!("machine '{}': no CPUs", m.name));
         }
+        if let Some(st) = &m.storage {
+            if !(1.0..=1e6).contains(&st.fsync_us) {
+                return Err(format!(
+                    "machine '{}': storage.fsync_us {} is outside 1..1000000 (us)",
+                    m.name, st.fsync_us
+                ));
+            }
+        }
         for (i, c) in m.cpus.iter().enumerate() {
             if c.id != i {
                 return Err(format!(

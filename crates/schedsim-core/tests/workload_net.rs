@@ -475,6 +475,14 @@ fn machine_storage_fsync_us_is_the_default_flush_of_pgbench_and_dbench() {
         "an explicit wal_flush_us wins over the machine's"
     );
 
+    // a storage time outside 1 us .. 1 s is refused, naming the key
+    let mut bad = config(disk(0.5), wl("pgbench-rw", json!({})), "6.12", 10.0);
+    bad.machine.storage.as_mut().unwrap().fsync_us = 0.5;
+    match Sim::new(bad) {
+        Ok(_) => panic!("fsync_us 0.5 accepted"),
+        Err(e) => assert!(e.contains("storage.fsync_us 0.5"), "{e}"),
+    }
+
     // dbench: each of a pass's 43 Flush lines waits for the device once (data, then commit)
     let s = sim(disk(5427.0), "dbench", json!({}), 1200.0);
     let want = dbench_pass_ms_at_3ghz() + 43.0 * 5.0;

@@ -246,7 +246,7 @@ class PresetPackageIdleState(_Strict):
 class PresetStorage(_Strict):
     """`[storage]`: the device the file-system benchmarks write to."""
 
-    fsync_us: PositiveFloat
+    fsync_us: float = Field(ge=1.0, le=1e6, allow_inf_nan=False)
 
 
 class PresetHwp(_Strict):

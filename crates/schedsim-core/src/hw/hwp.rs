@@ -43,8 +43,18 @@ pub fn activity_average(avg: f64, busy: f64, sample_ns: u64, window_ns: u64) -> 
         return busy;
     }
     let keep = (-(sample_ns as f64) / window_ns as f64).exp();
-    busy + (avg - busy) * keep
+    let avg = busy + (avg - busy) * keep;
+    // an idle CPU's average would only creep towards 0 (and stop at the smallest float),
+    // which EPP 0 would read as busy time
+    if avg < IDLE_AVERAGE {
+        0.0
+    } else {
+        avg
+    }
 }
+
+/// A busy average below this counts as idle (one part per million).
+pub const IDLE_AVERAGE: f64 = 1e-6;
 
 /// The autonomous target for one CPU (kHz, before rounding and ramp limits).
 pub fn hwp_target_khz(spec: &HwpSpec, req: &HwpRequest, busy: f64) -> u64 {
@@ -193,6 +203,15 @@ mod tests {
         assert!((avg - start * (-1.0f64).exp()).abs() < 1e-12);
         // no window: the last sample alone
         assert_eq!(activity_average(0.7, 0.2, 1_000_000, 0), 0.2);
+        // an idle CPU's average reaches 0 (EPP 0 races to the top only while it is above 0):
+        // from 1.0, e^(-k/3) < 1e-6 after k = 42 samples of a 3 ms window
+        let mut avg = 1.0;
+        let mut k = 0;
+        while avg > 0.0 {
+            avg = activity_average(avg, 0.0, 1_000_000, 3_000_000);
+            k += 1;
+        }
+        assert_eq!(k, 42);
     }
 
     fn req(epp: u8) -> HwpRequest {
