@@ -344,10 +344,9 @@ def test_hwp_capabilities() -> None:
     sp = load_machine("skylake-sp-104").spec.hwp
     assert sp is not None
     assert (sp.highest_khz, sp.guaranteed_khz, sp.default_epp) == (3_700_000, 2_100_000, 0x80)
-    # both Skylake presets average busy time over 3 ms: a measured Skylake core with HWP reaches
-    # its top in just over 5 ms, and 1 - e^(-5/3) = 0.81 is the first average above 0.8
+    # both Skylake presets average busy time over 3 ms (a measured Skylake core with HWP reaches
+    # its top in just over 5 ms; tests/hardware.rs checks the fifth sample)
     assert hwp.activity_window_ns == sp.activity_window_ns == 3_000_000
-    assert 1 - math.exp(-4 / 3) < 0.8 < 1 - math.exp(-5 / 3)
     for name in ("broadwell-80x", "haswell-48x", "epyc7742-2s", "sdm845"):
         assert load_machine(name).spec.hwp is None
     # HWP switched off (firmware / override): the capabilities stay in the preset, not the spec

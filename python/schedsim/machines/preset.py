@@ -243,12 +243,6 @@ class PresetPackageIdleState(_Strict):
     exit_latency_us: NonNegativeInt = 0
 
 
-class PresetStorage(_Strict):
-    """`[storage]`: the device the file-system benchmarks write to."""
-
-    fsync_us: float = Field(ge=1.0, le=1e6, allow_inf_nan=False)
-
-
 class PresetHwp(_Strict):
     highest_khz: PositiveInt
     guaranteed_khz: PositiveInt
@@ -284,7 +278,7 @@ class Preset(_Strict):
     idle_states: dict[str, list[PresetIdleState]]
     package_idle_states: list[PresetPackageIdleState] = []
     hwp: PresetHwp | None = None
-    storage: PresetStorage | None = None
+    storage: StorageSpec | None = None  # `[storage]`, passed through as it is
     power: PresetPower
 
     @model_validator(mode="after")
@@ -543,7 +537,7 @@ class Preset(_Strict):
             tsc_khz=self.machine.tsc_khz,
             package_idle_states=package_states,
             hwp=hwp,
-            storage=StorageSpec(**self.storage.model_dump()) if self.storage else None,
+            storage=self.storage,
         )
 
 

@@ -5,9 +5,9 @@
 //! stand-in (parameters in the preset's `hwp` table): every `sample_ns` the hardware looks at
 //! each CPU's C0 residency over the last sample (ΔMPERF/ΔTSC), folds it into a moving average
 //! whose time constant is the activity window (`activity_window_ns`; 0 = the last sample
-//! alone), and targets `busy × highest × (1 + headroom(EPP))`, with the headroom interpolated linearly between
-//! `headroom_epp0` (EPP 0, performance) and `headroom_epp255` (EPP 255, power); EPP 0 with any
-//! busy time races to the maximum. A non-zero `desired` replaces the target. The result is
+//! alone), and targets `busy × highest × (1 + headroom(EPP))`, with the headroom interpolated
+//! linearly between `headroom_epp0` (EPP 0, performance) and `headroom_epp255` (EPP 255,
+//! power); EPP 0 with any busy time races to the maximum. A non-zero `desired` replaces the target. The result is
 //! clamped to [min, max], rate-limited by `ramp_up_khz` / `ramp_down_khz` per sample, rounded
 //! up to a P-state and handed to the frequency domain as the CPU's request.
 

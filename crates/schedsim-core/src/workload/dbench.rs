@@ -16,7 +16,7 @@ use super::constants::Constants;
 use super::loadfile::{self, Kind, Line};
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
 use super::tbench::loadfile_metrics;
-use super::{storage_fsync_us, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
+use super::{fsync_us_default, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
 
 pub const CONSTANTS: &str = include_str!("../../data/workloads/dbench.json");
@@ -35,7 +35,10 @@ pub const JSTART: &str = "jbd2-commit-start";
 pub fn generator() -> Generator {
     Generator {
         info,
-        make: |ctx| Ok(Box::new(Dbench::new(ctx.params, storage_fsync_us(ctx))?)),
+        make: |ctx| {
+            let flush = fsync_us_default(ctx, constants().get("flush_io_us"));
+            Ok(Box::new(Dbench::new(ctx.params, flush)?))
+        },
     }
 }
 
@@ -85,11 +88,11 @@ pub struct Dbench {
 }
 
 impl Dbench {
-    /// `fsync_us`: the machine's storage fsync time, the default of `flush_io_us` when the
-    /// preset describes its storage.
+    /// `default_flush_io_us`: `flush_io_us` when the parameters do not give it (the machine's
+    /// storage fsync time, else the measured one).
     pub fn new(
         params: &BTreeMap<String, serde_json::Value>,
-        fsync_us: Option<f64>,
+        default_flush_io_us: f64,
     ) -> Result<Self, String> {
         let p = Params::new("dbench", params, &info())?;
         let clients = p.int("clients", 1, 1, 4096)? as u32;
@@ -99,8 +102,7 @@ impl Dbench {
         let cks = loadfile::checkpoints(lines.len(), lf.get("checkpoints_per_pass") as usize);
         let ck_bytes = loadfile::checkpoint_bytes(&lines, &cks);
         let k = constants();
-        let default_flush = fsync_us.unwrap_or_else(|| k.get("flush_io_us"));
-        let flush_io_us = p.f64("flush_io_us", default_flush, 1.0, 1e6)?;
+        let flush_io_us = p.f64("flush_io_us", default_flush_io_us, 1.0, 1e6)?;
         let flush_io = (flush_io_us * 1e3).round() as u64;
         let costs = op_costs(&lines, &k, lf.get("ref_mhz"), flush_io);
         let commit_ns = (flush_io as f64 * k.get("journal_fraction")).round() as u64;

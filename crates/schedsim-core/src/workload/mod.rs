@@ -99,10 +99,13 @@ pub struct GenCtx<'a> {
     pub seed: u64,
 }
 
-/// The machine's storage fsync time (µs), when its preset describes its storage: the default
-/// device time of the benchmarks' fsyncs.
-pub fn storage_fsync_us(ctx: &GenCtx) -> Option<f64> {
-    ctx.machine.storage.as_ref().map(|s| s.fsync_us)
+/// The default device time (µs) of a benchmark's fsync: the machine's storage fsync time when
+/// its preset describes its storage, else the benchmark's own measured `fallback`.
+pub fn fsync_us_default(ctx: &GenCtx, fallback: f64) -> f64 {
+    ctx.machine
+        .storage
+        .as_ref()
+        .map_or(fallback, |s| s.fsync_us)
 }
 
 /// A registered generator.

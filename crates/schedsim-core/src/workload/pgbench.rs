@@ -154,7 +154,7 @@ impl Pgbench {
         // 42,949 is the largest scale whose accounts fit pgbench's int4 aid
         let scale = p.int("scale", 1, 1, 42_949)? as u32;
         let k = constants();
-        let default_flush = super::storage_fsync_us(ctx).unwrap_or_else(|| k.get("wal_flush_us"));
+        let default_flush = super::fsync_us_default(ctx, k.get("wal_flush_us"));
         let wal_flush_us = p.f64("wal_flush_us", default_flush, 1.0, 1e6)?;
         let threads = match threads {
             0 => threads_for(clients, ctx.topo.nr_cpus(), ctx.topo.node_cpus.len()),
