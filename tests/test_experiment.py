@@ -170,6 +170,26 @@ def test_stride_ranges_by_hand() -> None:
     assert stride_range("large", 1, 20, Topology(8, 2, 1, 1)) == [1, 3, 5, 7, 12, 18, 20]
 
 
+def test_2019_pgbench_and_dbench_sweeps_by_hand() -> None:
+    """The client counts seed 000's MMTests (2019) ran, worked out from its shell code."""
+    skylake, broadwell, haswell = Topology(8, 2, 1, 1), Topology(80, 2, 2, 2), Topology(48, 2, 2, 2)
+    # threads_huge_stride_begin 1 16: MAX >= 8, so `seq 1 3 8` (1 4 7), `seq 12 6 16` (12), 16
+    assert stride_range("huge", 1, 16, skylake) == [1, 4, 7, 12, 16]
+    # MAX >= 32: `seq 1 4 8` (1 5), `seq 12 9 32` (12 21 30), `seq 48 31 160` (48 79 110 141),
+    # 160; pgbench-bench then rounds 5, 21, 79, 141 up to even counts for -j 2 (two nodes)
+    assert stride_range("huge", 1, 160, broadwell) == [1, 5, 12, 21, 30, 48, 79, 110, 141, 160]
+    assert stride_range("huge", 1, 160, broadwell, align="nodes") == [
+        *(1, 6, 12, 22, 30, 48, 80, 110, 142, 160)
+    ]
+    assert stride_range("huge", 1, 96, haswell, align="nodes") == [1, 6, 12, 22, 30, 48, 80, 96]
+    assert stride_range("huge", 1, 6, skylake) == [1, 3, 5, 6]
+    # dbench-bench: double while below NUMCPUS, then x8, up to 8 x NUMCPUS
+    assert stride_range("dbench-classic", 1, 64, skylake) == [1, 2, 4, 8, 64]
+    assert stride_range("dbench-classic", 1, 640, broadwell) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert stride_range("dbench-classic", 1, 384, haswell) == [1, 2, 4, 8, 16, 32, 64]
+    assert stride_range("dbench-classic", 1, 100, broadwell, cutoff=20) == [1, 2, 4, 8, 16]
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
@@ -239,7 +259,11 @@ def test_stride_ranges_by_hand() -> None:
         (
             ("values = [1, 2]", 'stride = { pattern = "fibonacci", max = 8 }'),
             "benchmark[1] (periodic).stride.pattern: 'fibonacci' is not allowed; allowed: "
-            "topology, large, powertwo",
+            "topology, large, powertwo, huge, dbench-classic",
+        ),
+        (
+            ("values = [1, 2]", 'stride = { pattern = "huge", max = 8, align = "llcs" }'),
+            "benchmark[1] (periodic).stride.align: 'llcs' is not allowed; allowed: nodes",
         ),
     ],
 )

@@ -142,10 +142,11 @@ class ConfigEntry(_Strict):
 
 
 class StrideEntry(_Strict):
-    pattern: Literal["topology", "large", "powertwo"]
+    pattern: Literal["topology", "large", "powertwo", "huge", "dbench-classic"]
     min: int = Field(1, ge=1)
     max: int | str
     cutoff: int | None = Field(None, ge=1)
+    align: Literal["nodes"] | None = None
 
 
 class BenchmarkEntry(_Strict):
@@ -794,7 +795,9 @@ class Experiment:
                 maximum = topo.cpus * int(m.group(1) or 1)
             if maximum < 1:
                 raise self._fail(where("stride") + ".max", "must be at least 1")
-            values = stride_range(stride.pattern, stride.min, maximum, topo, stride.cutoff)
+            values = stride_range(
+                stride.pattern, stride.min, maximum, topo, stride.cutoff, stride.align
+            )
             if not values:
                 raise self._fail(
                     where("stride"),

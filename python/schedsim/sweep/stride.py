@@ -9,13 +9,23 @@
 - `large`: `generate-stride-range --stride-large` (`threads_large_stride_begin`).
 - `powertwo`: `threads_powertwo_begin` (kernbench, stress-ng): MIN, 2·MIN, 4·MIN, ... ≤ MAX,
   plus MAX.
+- `huge`: `threads_huge_stride_begin` (`shellpack_src/bin/rewrite-shellpack` until 2026-03, what
+  pgbench swept then): with MAX ≥ 32, `seq MIN 4 8`, `seq 12 9 32`, `seq 48 31 MAX`; with
+  MAX ≥ 8, `seq MIN 3 8`, `seq 12 6 MAX`; else `seq MIN 2 MAX`; plus MAX.
+- `dbench-classic`: the loop of `shellpack_src/src/dbench/dbench-bench` until 2025-05
+  ("dbench: Use conventional client count selection"): MIN, then doubling while below the CPU
+  count and ×8 from it, up to MAX (MMTests' io-dbench4-async set MAX = 8×CPUs).
+
+`align = "nodes"` rounds every point of at least NUM_NODES up the way pgbench-bench does before
+it runs `pgbench -j NUM_NODES` (`(N + NUM_NODES - 1) & ~(NUM_NODES - 1)`), dropping repeats.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-PATTERNS = ("topology", "large", "powertwo")
+PATTERNS = ("topology", "large", "powertwo", "huge", "dbench-classic")
+ALIGNS = ("nodes",)
 
 
 @dataclass(frozen=True)
@@ -99,10 +109,70 @@ def large_points(topo: Topology, minimum: int, maximum: int) -> list[int]:
     return [t for t in threads if t >= minimum]
 
 
+def huge_points(minimum: int, maximum: int) -> list[int]:
+    """threads_huge_stride_begin."""
+    if maximum >= 32:
+        threads = _seq(minimum, 4, 8) + _seq(12, 9, 32) + _seq(48, 31, maximum)
+    elif maximum >= 8:
+        threads = _seq(minimum, 3, 8) + _seq(12, 6, maximum)
+    else:
+        threads = _seq(minimum, 2, maximum)
+    if not threads or threads[-1] != maximum:
+        threads.append(maximum)
+    return [t for t in threads if t >= minimum]
+
+
+def dbench_classic_points(topo: Topology, minimum: int, maximum: int) -> list[int]:
+    """dbench-bench's client loop: double below the CPU count, then multiply by 8."""
+    threads = []
+    client = minimum
+    while client <= maximum:
+        threads.append(client)
+        client = client * 2 if client < topo.cpus else client * 8
+    return threads
+
+
+def align_to_nodes(values: list[int], nodes: int) -> list[int]:
+    """pgbench-bench's rounding of a client count to a multiple of NUM_NODES (a power of
+    two on every machine it meets), keeping counts below NUM_NODES and dropping repeats."""
+    out: list[int] = []
+    for v in values:
+        if v >= nodes:
+            v = (v + nodes - 1) & ~(nodes - 1)
+        if v not in out:
+            out.append(v)
+    return out
+
+
 def stride_range(
-    pattern: str, minimum: int, maximum: int, topo: Topology, cutoff: int | None = None
+    pattern: str,
+    minimum: int,
+    maximum: int,
+    topo: Topology,
+    cutoff: int | None = None,
+    align: str | None = None,
 ) -> list[int]:
     """The values MMTests sweeps for `pattern` between `minimum` and `maximum`."""
+    values = _pattern_range(pattern, minimum, maximum, topo, cutoff)
+    if align is None:
+        return values
+    if align != "nodes":
+        raise ValueError(f"unknown stride align '{align}'; allowed: {', '.join(ALIGNS)}")
+    return align_to_nodes(values, topo.nodes)
+
+
+def _pattern_range(
+    pattern: str, minimum: int, maximum: int, topo: Topology, cutoff: int | None
+) -> list[int]:
+    if pattern in ("huge", "dbench-classic"):
+        if maximum <= 0 or minimum > maximum:
+            return []
+        if pattern == "huge":
+            values = huge_points(minimum, maximum)
+        else:
+            values = dbench_classic_points(topo, minimum, maximum)
+        limit = maximum if cutoff is None else cutoff
+        return [v for v in sorted(set(values)) if v <= limit]
     if pattern == "powertwo":
         if cutoff is not None:
             maximum = cutoff  # rewrite-shellpack: MMTESTS_THREAD_CUTOFF replaces the maximum
