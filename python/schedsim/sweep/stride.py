@@ -104,6 +104,11 @@ def large_points(topo: Topology, minimum: int, maximum: int) -> list[int]:
         threads = _seq(minimum, 2, 8) + _seq(12, 6, maximum)
     else:
         threads = _seq(minimum, 2, maximum)
+    return _ending_at_max(threads, minimum, maximum)
+
+
+def _ending_at_max(threads: list[int], minimum: int, maximum: int) -> list[int]:
+    """The stride macros' close: MAX is appended unless it ends the list already."""
     if not threads or threads[-1] != maximum:
         threads.append(maximum)
     return [t for t in threads if t >= minimum]
@@ -117,9 +122,7 @@ def huge_points(minimum: int, maximum: int) -> list[int]:
         threads = _seq(minimum, 3, 8) + _seq(12, 6, maximum)
     else:
         threads = _seq(minimum, 2, maximum)
-    if not threads or threads[-1] != maximum:
-        threads.append(maximum)
-    return [t for t in threads if t >= minimum]
+    return _ending_at_max(threads, minimum, maximum)
 
 
 def dbench_classic_points(topo: Topology, minimum: int, maximum: int) -> list[int]:
@@ -164,15 +167,6 @@ def stride_range(
 def _pattern_range(
     pattern: str, minimum: int, maximum: int, topo: Topology, cutoff: int | None
 ) -> list[int]:
-    if pattern in ("huge", "dbench-classic"):
-        if maximum <= 0 or minimum > maximum:
-            return []
-        if pattern == "huge":
-            values = huge_points(minimum, maximum)
-        else:
-            values = dbench_classic_points(topo, minimum, maximum)
-        limit = maximum if cutoff is None else cutoff
-        return [v for v in sorted(set(values)) if v <= limit]
     if pattern == "powertwo":
         if cutoff is not None:
             maximum = cutoff  # rewrite-shellpack: MMTESTS_THREAD_CUTOFF replaces the maximum
@@ -185,14 +179,17 @@ def _pattern_range(
             if threads[-1] != maximum:
                 threads.append(maximum)
         return [min(t, maximum) for t in threads]
-    if pattern not in ("topology", "large"):
+    if pattern not in PATTERNS:
         raise ValueError(f"unknown stride pattern '{pattern}'; allowed: {', '.join(PATTERNS)}")
     if maximum <= 0 or minimum > maximum:
         return []
-    values = [minimum, maximum]
     if pattern == "topology":
-        values += topology_points(topo, maximum)
+        values = [minimum, maximum, *topology_points(topo, maximum)]
+    elif pattern == "large":
+        values = [minimum, *large_points(topo, minimum, maximum)]
+    elif pattern == "huge":
+        values = huge_points(minimum, maximum)
     else:
-        values += large_points(topo, minimum, maximum)
+        values = dbench_classic_points(topo, minimum, maximum)
     limit = maximum if cutoff is None else cutoff
     return [v for v in sorted(set(values)) if minimum <= v <= maximum and v <= limit]
