@@ -875,3 +875,34 @@ def test_core_exit_latency_cannot_exceed_the_declared_one() -> None:
         IdleStateSpec(
             name="C10", exit_latency_us=890, target_residency_us=5000, core_exit_latency_us=900
         )
+
+
+def _busy_mhz(machine: object) -> float:
+    r = schedsim.run(
+        machine,  # type: ignore[arg-type]
+        "periodic:tasks=1,duty_pct=100",
+        kernel="5.2",
+        driver="intel_cpufreq",
+        governor="performance",
+        sets=["scaling_max_freq=2400000"],
+        duration="50ms",
+    )
+    return float(r.json["turbostat"]["bzy_mhz"])
+
+
+def test_a_turbo_request_is_a_ceiling_unless_the_part_licenses_the_range() -> None:
+    # haswell-48x: base 2.3 GHz, 1C turbo 3.1 GHz, no HWP. performance asks for the policy
+    # maximum, 2.4 GHz, a turbo P-state: the presets read it as a ceiling; with
+    # turbo_grant = "range" one busy core gets its package's 1C bin (intel_pstate.rst, "Turbo
+    # P-states Support").
+    assert _busy_mhz("haswell-48x") == pytest.approx(2400, abs=1)
+    licensed = load_machine("haswell-48x", {"opp_tables": {"haswell": {"turbo_grant": "range"}}})
+    assert licensed.spec.freq_domains[0].turbo_grant == "range"
+    assert _busy_mhz(licensed) == pytest.approx(3100, abs=1)
+
+
+def test_an_unknown_turbo_grant_names_the_key_and_the_allowed_values() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_machine("haswell-48x", {"opp_tables": {"haswell": {"turbo_grant": "always"}}})
+    message = str(err.value)
+    assert "turbo_grant" in message and "'request'" in message and "'range'" in message

@@ -60,6 +60,7 @@ class FreqDomainSpec(_Strict):
     opps: list[OppSpec]
     base_khz: PositiveInt
     turbo_khz: list[PositiveInt] = []
+    turbo_grant: Literal["request", "range"] = "request"
     transition_latency_ns: NonNegativeInt = 0
 
 

@@ -208,6 +208,10 @@ fn default_coordination() -> String {
     "max-active".to_string()
 }
 
+fn default_turbo_grant() -> String {
+    "request".to_string()
+}
+
 fn default_governor() -> String {
     "performance".to_string()
 }
@@ -410,6 +414,12 @@ pub struct FreqDomainSpec {
     /// (x86 MSR_TURBO_RATIO_LIMIT). Empty = no turbo.
     #[serde(default)]
     pub turbo_khz: Vec<u64>,
+    /// What a legacy (non-HWP) P-state request in the turbo range, above `base_khz`, is granted:
+    /// `request` (up to the requested P-state, as Sandy Bridge) or `range` (the highest bin the
+    /// active cores allow, which later Intel generations may grant: intel_pstate.rst, "Turbo
+    /// P-states Support").
+    #[serde(default = "default_turbo_grant")]
+    pub turbo_grant: String,
     #[serde(default)]
     pub transition_latency_ns: u64,
 }
@@ -526,6 +536,13 @@ impl SimConfig {
                 return Err(format!(
                     "machine '{}': freq_domains[{i}].opps must be strictly ascending in khz",
                     m.name
+                ));
+            }
+            if !matches!(fd.turbo_grant.as_str(), "request" | "range") {
+                return Err(format!(
+                    "machine '{}': freq_domains[{i}].turbo_grant = '{}': allowed values are \
+                     'request' and 'range'",
+                    m.name, fd.turbo_grant
                 ));
             }
         }

@@ -476,6 +476,49 @@ fn the_uncore_follows_the_fastest_busy_core_not_an_idle_one() {
     );
 }
 
+/// intel_pstate.rst, "Turbo P-states Support": after Sandy Bridge a legacy request for any
+/// turbo P-state lets the core run at every turbo bin the active cores allow. The governor asks
+/// for 3.6 GHz (scaling_max_freq, above the 3.5 GHz base): one busy core gets the 1C bin,
+/// 3.9 GHz, four busy cores the 4C bin, 3.7 GHz; with `turbo_grant = "request"` 3.6 GHz is a
+/// ceiling, and a request at base is delivered as asked either way.
+#[test]
+fn a_turbo_request_licenses_the_whole_turbo_range_where_the_part_grants_it() {
+    let run_capped = |grant: &str, n: usize, max_khz: u64| {
+        let mut m = turbo_machine();
+        m["freq_domains"][0]["turbo_grant"] = json!(grant);
+        let mut cfg = config(m, hogs(n, true), "6.12", 100.0);
+        cfg.cpufreq.driver = Some("intel_cpufreq".into());
+        cfg.cpufreq.governor = "performance".into();
+        for p in 0..8 {
+            cfg.tunables
+                .insert(format!("policy{p}.scaling_max_freq"), json!(max_khz));
+        }
+        run(cfg)
+    };
+    let near = |sim: &schedsim_core::Sim, mhz: f64| (avg_busy_mhz(sim, 0) - mhz).abs() < 2.0;
+    let one = run_capped("range", 1, 3_600_000);
+    assert!(near(&one, 3900.0), "{}", avg_busy_mhz(&one, 0));
+    let four = run_capped("range", 4, 3_600_000);
+    assert!(near(&four, 3700.0), "{}", avg_busy_mhz(&four, 0));
+    let ceiling = run_capped("request", 1, 3_600_000);
+    assert!(near(&ceiling, 3600.0), "{}", avg_busy_mhz(&ceiling, 0));
+    let at_base = run_capped("range", 1, 3_500_000);
+    assert!(near(&at_base, 3500.0), "{}", avg_busy_mhz(&at_base, 0));
+}
+
+#[test]
+fn an_unknown_turbo_grant_is_refused_naming_the_key() {
+    let mut m = turbo_machine();
+    m["freq_domains"][0]["turbo_grant"] = json!("always");
+    let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("turbo_grant") && err.contains("'request' and 'range'"),
+        "{err}"
+    );
+}
+
 /// A sender on CPU 0 sends one message at 1 ms to a receiver on CPU 1, then both block for
 /// good; returns the run after `ms` milliseconds.
 fn one_message(tcp: bool, ms: f64) -> schedsim_core::Sim {

@@ -115,6 +115,7 @@ class PresetCoreType(_Strict):
 class PresetOppTable(_Strict):
     base_khz: PositiveInt
     turbo_khz: list[PositiveInt] = []
+    turbo_grant: Literal["request", "range"] = "request"
     transition_latency_ns: NonNegativeInt = 0
     # Range form (x86 P-states).
     min_khz: PositiveInt | None = None
@@ -493,6 +494,7 @@ class Preset(_Strict):
                     opps=table.expand(self.power.model, ct.dynamic_power_coefficient),
                     base_khz=table.base_khz,
                     turbo_khz=table.turbo_khz,
+                    turbo_grant=table.turbo_grant,
                     transition_latency_ns=table.transition_latency_ns,
                 )
             )

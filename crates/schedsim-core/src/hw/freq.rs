@@ -13,6 +13,8 @@ pub struct FreqDomain {
     pub opps: Vec<OppSpec>,
     pub base_khz: u64,
     pub turbo_khz: Vec<u64>,
+    /// A legacy request above base licenses the whole turbo range (`turbo_grant = "range"`).
+    pub turbo_grants_range: bool,
     pub transition_latency_ns: u64,
     /// `max-active` or `max` (see `FreqDomainSpec::coordination`).
     pub coordination: String,
@@ -36,6 +38,7 @@ impl FreqDomain {
             opps: spec.opps.clone(),
             base_khz: spec.base_khz,
             turbo_khz: spec.turbo_khz.clone(),
+            turbo_grants_range: spec.turbo_grant == "range",
             transition_latency_ns: spec.transition_latency_ns,
             coordination: spec.coordination.clone(),
             policy_min_khz: min,
@@ -75,12 +78,20 @@ impl FreqDomain {
         self.turbo_khz[k - 1]
     }
 
-    /// The delivered frequency for a request, given the package's active core count.
-    pub fn deliver(&self, requested_khz: u64, active_cores: usize) -> u64 {
+    /// The delivered frequency for a request, given the package's active core count. A request
+    /// in the turbo range is a licence, not a target, where the part grants the whole range
+    /// (`turbo_grants_range`) and the request is a legacy P-state (`legacy`: no HWP): the
+    /// hardware then runs at the highest turbo bin the active cores allow, whatever turbo
+    /// P-state was asked for.
+    pub fn deliver(&self, requested_khz: u64, active_cores: usize, legacy: bool) -> u64 {
         if requested_khz > self.base_khz && !self.turbo_khz.is_empty() {
-            requested_khz
-                .min(self.turbo_limit_khz(active_cores))
-                .max(self.base_khz)
+            let limit = self.turbo_limit_khz(active_cores);
+            let granted = if legacy && self.turbo_grants_range {
+                limit
+            } else {
+                requested_khz.min(limit)
+            };
+            granted.max(self.base_khz)
         } else {
             requested_khz
         }
@@ -124,6 +135,10 @@ mod tests {
     use super::*;
 
     fn skylake() -> FreqDomain {
+        skylake_granting("request")
+    }
+
+    fn skylake_granting(turbo_grant: &str) -> FreqDomain {
         let opps = (8..=39)
             .map(|r| OppSpec {
                 khz: r * 100_000,
@@ -137,6 +152,7 @@ mod tests {
             opps,
             base_khz: 3_500_000,
             turbo_khz: vec![3_900_000, 3_900_000, 3_800_000, 3_700_000],
+            turbo_grant: turbo_grant.into(),
             transition_latency_ns: 0,
         };
         FreqDomain::new(0, &spec, vec![0, 1, 2, 3], 0)
@@ -145,10 +161,26 @@ mod tests {
     #[test]
     fn turbo_follows_active_cores() {
         let d = skylake();
-        assert_eq!(d.deliver(3_900_000, 1), 3_900_000);
-        assert_eq!(d.deliver(3_900_000, 3), 3_800_000);
-        assert_eq!(d.deliver(3_900_000, 4), 3_700_000);
-        assert_eq!(d.deliver(2_000_000, 4), 2_000_000);
+        assert_eq!(d.deliver(3_900_000, 1, true), 3_900_000);
+        assert_eq!(d.deliver(3_900_000, 3, true), 3_800_000);
+        assert_eq!(d.deliver(3_900_000, 4, true), 3_700_000);
+        assert_eq!(d.deliver(2_000_000, 4, true), 2_000_000);
+        // Sandy Bridge's reading: a turbo P-state is a ceiling
+        assert_eq!(d.deliver(3_600_000, 1, true), 3_600_000);
+    }
+
+    /// intel_pstate.rst, "Turbo P-states Support": after Sandy Bridge, any legacy request above
+    /// the turbo threshold (base) lets the core use every turbo P-state the active cores allow;
+    /// base itself and below are honoured as asked, and HWP requests are never licences.
+    #[test]
+    fn a_turbo_request_licenses_the_range_after_sandy_bridge() {
+        let d = skylake_granting("range");
+        assert_eq!(d.deliver(3_600_000, 1, true), 3_900_000);
+        assert_eq!(d.deliver(3_600_000, 3, true), 3_800_000);
+        assert_eq!(d.deliver(3_600_000, 4, true), 3_700_000);
+        assert_eq!(d.deliver(3_500_000, 1, true), 3_500_000);
+        assert_eq!(d.deliver(2_000_000, 1, true), 2_000_000);
+        assert_eq!(d.deliver(3_600_000, 1, false), 3_600_000);
     }
 
     #[test]

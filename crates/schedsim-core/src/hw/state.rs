@@ -357,7 +357,9 @@ impl Sim {
                 .domain_target_khz(i)
                 .unwrap_or(self.fds[i].requested_khz);
             self.fds[i].requested_khz = target;
-            let d = self.fds[i].deliver(target, active).min(ceiling);
+            let d = self.fds[i]
+                .deliver(target, active, self.hwp.is_none())
+                .min(ceiling);
             if d != self.fds[i].delivered_khz {
                 // integrate the domain's CPUs at the old frequency first
                 for k in 0..self.fds[i].cpus.len() {
