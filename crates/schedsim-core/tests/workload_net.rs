@@ -558,10 +558,10 @@ fn pgbench_threads_parameter_is_pgbench_j_capped_at_the_clients() {
 #[test]
 fn pgbench_ro_transaction_is_two_hops_of_work_without_kernel_costs() {
     // 1 client on 1 CPU at 1 GHz without kernel costs: a transaction is the client's and the
-    // backend's work back to back. Mean backend work is 75,000 cycles (lognormal, mean
-    // preserving); the rest: client 24,000 + send 1280 + 120 B x 0.44 + recv 500 + 200 B x
-    // 0.31, backend recv 500 + 120 B x 0.31 + send 1280 + 200 B x 0.44.
-    let per_txn = 75_000.0
+    // backend's work back to back. Mean backend work is 175,000 cycles (data/workloads/
+    // pgbench.json, lognormal, mean preserving); the rest: client 24,000 + send 1280 + 120 B x
+    // 0.44 + recv 500 + 200 B x 0.31, backend recv 500 + 120 B x 0.31 + send 1280 + 200 B x 0.44.
+    let per_txn = 175_000.0
         + 24_000.0
         + 1280.0
         + 120.0 * 0.44
@@ -582,14 +582,15 @@ fn pgbench_ro_transaction_is_two_hops_of_work_without_kernel_costs() {
 
 #[test]
 fn pgbench_client_thread_polls_its_connections() {
-    // One client thread (8 CPUs, 1 node: J = 1) drives 8 connections. It poll()s them: it
-    // reads whichever result is ready and answers on that connection, so with 8 queries in
-    // flight it never waits and the thread's own work per statement bounds the rate:
+    // One client thread (`threads` = 1) drives 16 connections on 24 CPUs. It poll()s them: it
+    // reads whichever result is ready and answers on that connection, so with 16 queries in
+    // flight (16 backends of ~177,000 cycles each could do ~90,000 statements/s) it never waits
+    // and the thread's own work per statement bounds the rate:
     // 24,000 + send 1280 + 120 B x 0.44 + recv 500 + 200 B x 0.31 cycles at 1 GHz.
     let s = sim(
-        shallow(8, 1_000_000, false),
+        shallow(24, 1_000_000, false),
         "pgbench-ro",
-        json!({"clients": 8}),
+        json!({"clients": 16, "threads": 1}),
         300.0,
     );
     let pg = &s.compiled.programs[0];
@@ -597,11 +598,11 @@ fn pgbench_client_thread_polls_its_connections() {
     let polls = pg
         .ops
         .iter()
-        .filter(|op| matches!(op, Op::RecvAny { chans } if chans.len() == 8));
+        .filter(|op| matches!(op, Op::RecvAny { chans } if chans.len() == 16));
     let replies = pg
         .ops
         .iter()
-        .filter(|op| matches!(op, Op::SendPolled { chans } if chans.len() == 8));
+        .filter(|op| matches!(op, Op::SendPolled { chans } if chans.len() == 16));
     assert_eq!((polls.count(), replies.count()), (1, 1));
     let t_client = 24_000.0 + 1280.0 + 120.0 * 0.44 + 500.0 + 200.0 * 0.31;
     let want = 1e9 / t_client;
@@ -611,7 +612,7 @@ fn pgbench_client_thread_polls_its_connections() {
         "{got} tps, thread bound {want}"
     );
     // every connection keeps being served
-    for i in 0..8 {
+    for i in 0..16 {
         let b = s
             .tasks
             .iter()
