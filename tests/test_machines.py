@@ -645,14 +645,16 @@ def test_storage_reaches_the_spec_and_the_benchmarks() -> None:
     m = load_machine("skylake-8x", {"storage": {"fsync_us": 5457}})
     assert m.spec.storage is not None and m.spec.storage.fsync_us == 5457
     # one pgbench-rw client flushes once per transaction: 5 ms more per flush, at least 5 ms
-    # more per transaction (a little more: the idle CPUs sleep deeper during the longer wait)
+    # more per transaction at a fixed frequency (performance), and a little more: after the
+    # longer wait the idle CPUs sleep deeper, and a few of the transaction's seven hops pay
+    # the deeper exit (skylake-8x's C10 and PC8 take ~0.2 ms)
     lat = {
-        name: schedsim.run(machine, "pgbench-rw:clients=1", kernel="6.12", duration="1s").metrics[
-            "latency_ms_mean"
-        ]
+        name: schedsim.run(
+            machine, "pgbench-rw:clients=1", kernel="6.12", governor="performance", duration="1s"
+        ).metrics["latency_ms_mean"]
         for name, machine in (("ssd", "skylake-8x"), ("disk", m))
     }
-    assert 5.0 <= lat["disk"] - lat["ssd"] < 5.5
+    assert 5.0 <= lat["disk"] - lat["ssd"] < 6.0
 
 
 @pytest.mark.parametrize(
