@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedsim
+from schedsim import programs
 from schedsim.errors import ConfigError
 from schedsim.machines import list_machines, load_machine, preset_dir
 from schedsim.machines.preset import em_power_mw
@@ -289,16 +290,18 @@ def test_intel_idle_states_equal_the_intel_idle_tables(name: str) -> None:
     assert names == expected
 
 
-def x86_package_power_mw(name: str, khz: int, threads: int) -> float:
+def x86_package_power_mw(name: str, khz: int, threads: int, activity: float = 1.0) -> float:
     """Package power with every core busy (`threads` per core) at `khz`, by the core's formula
-    (crates/schedsim-core/src/hw/power.rs): c_eff x V^2 x f x (1 + smt x (k-1)) + leakage per
-    core, plus package_idle + uncore_active x f / f_max."""
+    (crates/schedsim-core/src/hw/power.rs): activity x c_eff x V^2 x f x (1 + smt x (k-1)) +
+    leakage per core, plus package_idle + uncore_active x f / f_max. `activity` 1 is the
+    workload c_eff was calibrated on."""
     m = load_machine(name)
     p = m.spec.power
     fd = m.spec.freq_domains[0]
     opp = next(o for o in fd.opps if o.khz == khz)
     volts, ghz = opp.uv / 1e6, khz / 1e6
-    core = p.c_eff * volts**2 * ghz * (1 + p.smt_power_factor * (threads - 1)) + p.core_leakage_mw
+    dynamic = activity * p.c_eff * volts**2 * ghz
+    core = dynamic * (1 + p.smt_power_factor * (threads - 1)) + p.core_leakage_mw
     cores = m.ncores // m.packages
     return p.package_idle_mw + p.uncore_active_mw * khz / fd.opps[-1].khz + cores * core
 
@@ -317,6 +320,57 @@ def test_x86_power_models_reach_tdp_at_base(name: str) -> None:
     assert m.spec.power.power_limit_mw == tdp_w * 1000
     top = m.spec.freq_domains[0].opps[-1].khz
     assert x86_package_power_mw(name, top, m.smt) > m.spec.power.power_limit_mw
+
+
+INTEL_PRESETS = ["skylake-8x", "broadwell-80x", "haswell-48x", "skylake-sp-104"]
+
+
+@pytest.mark.parametrize("name", INTEL_PRESETS)
+def test_ordinary_code_switches_less_than_the_tdp_workload(name: str) -> None:
+    """The Intel presets run the simulated code at 0.65 of the TDP workload's switching
+    activity; the machine's own model gives the busy package that power (performance governor
+    held at base, every thread busy)."""
+    m = load_machine(name)
+    assert m.spec.power.activity_factor == 0.65
+    base = m.spec.freq_domains[0].base_khz
+    loop = programs.loop(programs.run(1_000_000))
+    hogs = programs.custom_workload(
+        [programs.task(f"hog{i}", loop, cpus=[i], start_cpu=i) for i in range(m.ncpus)]
+    )
+    r = schedsim.run(
+        m,
+        hogs,
+        kernel="5.2",
+        driver="intel_cpufreq",
+        governor="performance",
+        sets=[f"scaling_max_freq={base}"],
+        duration="50ms",
+    )
+    per_package = x86_package_power_mw(name, base, m.smt, activity=0.65)
+    measured_mw = float(r.json["turbostat"]["pkg_watt"]) * 1000 / m.packages
+    assert measured_mw == pytest.approx(per_package, rel=0.01)
+    # and it is well below the TDP that the calibration workload draws at base
+    assert per_package < 0.85 * m.preset.power.tdp_w * 1000
+
+
+def test_the_activity_factor_is_the_broadwell_all_core_turbo_bound() -> None:
+    """The justification of 0.65: an E5-2698 v4 sustains its all-core turbo (2.7 GHz) within the
+    135 W TDP on ordinary code; with the preset's c_eff, V(f) and static terms that holds up to
+    an activity of 0.64."""
+    name = "broadwell-80x"
+    m = load_machine(name)
+    all_core = m.spec.freq_domains[0].turbo_khz[-1]
+    assert all_core == 2_700_000
+    tdp_mw = m.preset.power.tdp_w * 1000
+    static = x86_package_power_mw(name, all_core, m.smt, activity=0.0)
+    dynamic = x86_package_power_mw(name, all_core, m.smt, activity=1.0) - static
+    assert (tdp_mw - static) / dynamic == pytest.approx(0.64, abs=0.01)
+
+
+def test_an_activity_factor_out_of_range_names_the_key() -> None:
+    for bad in (0, -1, 3):
+        with pytest.raises(ConfigError, match=r"power\.activity_factor"):
+            load_machine("broadwell-80x", {"power": {"activity_factor": bad}})
 
 
 def test_intel_power_limits() -> None:

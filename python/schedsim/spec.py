@@ -91,6 +91,8 @@ class PowerSpec(_Strict):
     uncore_active_mw: float = 0.0
     core_leakage_mw: float = 0.0
     c_eff: float = 0.0
+    # switching activity of the simulated code relative to the workload c_eff was calibrated on
+    activity_factor: float = Field(default=1.0, gt=0.0, le=2.0)
     smt_power_factor: float = 0.0
     power_limit_mw: NonNegativeFloat = 0.0
     power_limit_tau_ms: NonNegativeFloat = 0.0

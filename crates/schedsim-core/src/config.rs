@@ -472,6 +472,10 @@ pub struct PowerSpec {
     /// mW / (V² · GHz).
     #[serde(default)]
     pub c_eff: f64,
+    /// Switching activity of the simulated code relative to the workload `c_eff` was
+    /// calibrated on (P = activity · c_eff · V² · f); 1 = that workload.
+    #[serde(default = "default_activity_factor")]
+    pub activity_factor: f64,
     /// Extra power fraction of a core when its second (k-th) SMT thread is busy.
     #[serde(default)]
     pub smt_power_factor: f64,
@@ -486,12 +490,24 @@ pub struct PowerSpec {
     pub power_limit2_mw: f64,
 }
 
+fn default_activity_factor() -> f64 {
+    1.0
+}
+
 impl SimConfig {
     /// Cross-reference checks. Errors name the key and what is allowed.
     pub fn validate(&self) -> Result<(), String> {
         let m = &self.machine;
         if m.cpus.is_empty() {
             return Err(format!("machine '{}': no CPUs", m.name));
+        }
+        let af = m.power.activity_factor;
+        if !(af > 0.0 && af <= 2.0) {
+            return Err(format!(
+                "machine '{}': power.activity_factor {af} is outside (0, 2] (1 = the workload \
+                 c_eff was calibrated on)",
+                m.name
+            ));
         }
         if let Some(st) = &m.storage {
             if !(1.0..=1e6).contains(&st.fsync_us) {

@@ -94,6 +94,40 @@ fn busy_package_power_matches_the_parametric_formula_and_energy_integrates_power
     );
 }
 
+/// `activity_factor` scales the switched-capacitance term only: 4 hogs at 3700 MHz on a package
+/// whose code switches 0.6 of the calibration workload's capacitance draw
+/// 4 × (0.6 · c_eff·V²·f + leakage) + the uncore and the package floor.
+#[test]
+fn the_activity_factor_scales_the_busy_cores_switching_power() {
+    let mut m = turbo_machine();
+    m["power"]["activity_factor"] = json!(0.6);
+    let sim = run(config(m, hogs(4, true), "6.12", 500.0));
+    let p = &sim.cfg.machine.power;
+    let v = (700_000 + (3_700_000u64 - 800_000) * 500_000 / 3_100_000) as f64 * 1e-6;
+    let core = 0.6 * p.c_eff * v * v * 3.7 + p.core_leakage_mw;
+    let expect_mw = 4.0 * core + p.package_idle_mw + p.uncore_active_mw * 3700.0 / 3900.0;
+    let avg_mw = sim.hw.pkg_energy_uj[0] * 1e-3 / 0.5;
+    assert!(
+        (avg_mw / expect_mw - 1.0).abs() < 0.002,
+        "avg {avg_mw:.1} mW, expected {expect_mw:.1} mW"
+    );
+}
+
+#[test]
+fn an_activity_factor_out_of_range_is_refused_naming_the_key() {
+    for bad in [0.0, -0.5, 2.5] {
+        let mut m = turbo_machine();
+        m["power"]["activity_factor"] = json!(bad);
+        let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
+            .err()
+            .expect("refused");
+        assert!(
+            err.contains("power.activity_factor") && err.contains("(0, 2]"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn energy_equals_the_sum_of_per_interval_power() {
     let w = json!({"name": "periodic", "params": {"tasks": 5, "period_ms": 7, "duty_pct": 45}});

@@ -2,7 +2,7 @@
 //!
 //! - `em` (Arm): a busy CPU draws the energy-model power of its OPP (P = dpc·V²·f, given per OPP
 //!   in the preset); an idle CPU draws its idle state's power.
-//! - `parametric` (x86): a busy core draws `c_eff·V²·f + leakage`, scaled up by
+//! - `parametric` (x86): a busy core draws `activity_factor·c_eff·V²·f + leakage`, scaled up by
 //!   `smt_power_factor` per extra busy hardware thread; an idle core draws its C-state's power.
 //! - Package: `package_idle_mw` always, plus `uncore_active_mw × f/f_max` while any core of the
 //!   package is busy (the uncore follows core activity and frequency on the Intel server parts).
@@ -35,7 +35,7 @@ pub fn core_power_mw(p: &PowerSpec, a: &CoreActivity) -> f64 {
         _ => {
             let v = a.uv as f64 * 1e-6;
             let ghz = a.khz as f64 * 1e-6;
-            (p.c_eff * v * v * ghz) * smt + p.core_leakage_mw
+            (p.activity_factor * p.c_eff * v * v * ghz) * smt + p.core_leakage_mw
         }
     }
 }
@@ -61,6 +61,7 @@ mod tests {
             uncore_active_mw: 4000.0,
             core_leakage_mw: 500.0,
             c_eff: 5000.0,
+            activity_factor: 1.0,
             smt_power_factor: 0.2,
             power_limit_mw: 0.0,
             power_limit_tau_ms: 0.0,
@@ -89,6 +90,29 @@ mod tests {
             ..a
         };
         assert_eq!(core_power_mw(&spec("parametric"), &idle), 100.0);
+    }
+
+    #[test]
+    fn activity_factor_scales_only_the_switching_term() {
+        let a = CoreActivity {
+            busy_threads: 2,
+            khz: 2_000_000,
+            uv: 900_000,
+            opp_power_mw: 0.0,
+            idle_power_mw: 100.0,
+        };
+        let p = PowerSpec {
+            activity_factor: 0.6,
+            ..spec("parametric")
+        };
+        // 0.6 × 5000 × 0.81 V² × 2 GHz × (1 + 0.2) + 500 mW leakage, untouched
+        let expected = 0.6 * 5000.0 * 0.81 * 2.0 * 1.2 + 500.0;
+        assert!((core_power_mw(&p, &a) - expected).abs() < 1e-9);
+        let idle = CoreActivity {
+            busy_threads: 0,
+            ..a
+        };
+        assert_eq!(core_power_mw(&p, &idle), 100.0);
     }
 
     #[test]
