@@ -299,3 +299,79 @@ fn intel_pstate_drivers_start_every_cpu_at_the_lowest_p_state_and_acpi_cpufreq_a
         assert_eq!(sim.hw.cpu_req_khz[7], want_khz, "{driver}");
     }
 }
+
+/// Two single-CPU packages with their own P-states (0.8-3.9 GHz) and LLCs (`llc_split`), or
+/// the same LLC. A writer on cpu0 wakes a reader pinned to cpu1 every 10 ms; the reader runs
+/// 3 ms per message. Returns the time of the reader's first wakeup and of cpu1's first
+/// frequency change from then on, from the trace (µs).
+fn first_wakeup_and_frequency_change(llc_split: bool) -> (f64, f64) {
+    let mut m = smp(2, 1, 3_900_000, true);
+    let opps: Vec<Value> = (8..=39)
+        .map(|r| json!({"khz": r * 100_000u64, "uv": 700_000 + (r - 8) * 16_000}))
+        .collect();
+    let fd = json!({"granularity": "core", "base_khz": 3_500_000,
+        "turbo_khz": [3_900_000, 3_900_000, 3_800_000, 3_700_000], "opps": opps});
+    m["freq_domains"] = json!([fd.clone(), fd]);
+    m["cpus"][1]["freq_domain"] = json!(1);
+    m["tsc_khz"] = json!(3_500_000);
+    if llc_split {
+        m["cpus"][1]["llc"] = json!(1);
+        m["cpus"][1]["package"] = json!(1);
+    }
+    let w = custom(
+        json!([
+            {"name": "writer", "cpus": [0], "start_cpu": 0, "program": [{"op": "loop", "count": -1,
+                "body": [{"op": "run", "cycles": 1.0e6}, {"op": "send", "chan": "c"},
+                         {"op": "timer", "period_ns": 10_000_000}]}]},
+            {"name": "reader", "cpus": [1], "start_cpu": 1, "program": [{"op": "loop", "count": -1,
+                "body": [{"op": "recv", "chan": "c"}, {"op": "run", "cycles": 3.0 * 3.9e6}]}]}
+        ]),
+        json!([{"name": "c"}]),
+    );
+    let mut c = config(m, w, "5.2", 30.0);
+    c.cpufreq.driver = Some("intel_cpufreq".into());
+    c.cpufreq.governor = "schedutil".into();
+    c.cpufreq.invariance = "turbo:4".into();
+    c.trace = true;
+    let sim = run(c);
+    let text = sim.trace.as_ref().unwrap().to_text(8);
+    let stamp = |l: &str| -> f64 {
+        let head = l.split(": ").next().unwrap();
+        head.split_whitespace()
+            .last()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            * 1e6
+    };
+    let wakeup = text
+        .lines()
+        .find(|l| l.contains("sched_wakeup:") && l.contains("comm=reader"))
+        .map(stamp)
+        .expect("the reader is woken");
+    let change = text
+        .lines()
+        .filter(|l| l.contains("cpu_frequency:") && l.contains("cpu_id=1"))
+        .map(stamp)
+        .find(|&t| t >= wakeup)
+        .expect("cpu1 changes frequency after the wakeup");
+    (wakeup, change)
+}
+
+/// TTWU_QUEUE (`ttwu_queue`): a wakee whose CPU shares no LLC with the waker is activated by
+/// that CPU itself, so the enqueue's schedutil callback is local there and sets its frequency
+/// at the wakeup. Within one LLC the waker enqueues; its callback for cpu1 is remote, which a
+/// per-CPU policy ignores, and cpu1's frequency moves only at a later local update.
+#[test]
+fn a_cross_llc_wakeup_updates_the_wakees_frequency_at_once() {
+    let (wakeup, change) = first_wakeup_and_frequency_change(true);
+    assert!(
+        (change - wakeup).abs() < 1.0,
+        "wakeup at {wakeup} us, cpu1's first frequency change at {change} us"
+    );
+    let (wakeup, change) = first_wakeup_and_frequency_change(false);
+    assert!(
+        change > wakeup + 10.0,
+        "same LLC: wakeup at {wakeup} us, cpu1's first frequency change at {change} us"
+    );
+}

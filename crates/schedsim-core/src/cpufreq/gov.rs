@@ -645,7 +645,9 @@ impl Sim {
                 if !local || this != cpu {
                     return;
                 }
-                let counters = self.perf_counters(cpu);
+                let mut counters = self.perf_counters(cpu);
+                let idle = self.rqs[cpu].curr.is_none();
+                let tsc_khz = self.cfg.machine.tsc_khz;
                 let pstate = self.pstate_data(p);
                 let pol = &self.cpufreq.policies[p];
                 let limits = PerfLimits {
@@ -663,6 +665,7 @@ impl Sim {
                 let GovState::Pstate(st) = &mut self.cpufreq.policies[p].gov else {
                     unreachable!()
                 };
+                idle_callback_c0(st, &mut counters, idle, tsc_khz, pstate.scaling_khz);
                 if let Some(ps) = st.update_util(now, flags, counters, &env) {
                     self.policy_apply(p, ps as u64 * pstate.scaling_khz);
                 }
@@ -779,5 +782,94 @@ impl Sim {
         if let Some(f) = decision.target_khz {
             self.policy_apply(p, f);
         }
+    }
+}
+
+/// The scheduler's callback runs in C0, so on real hardware MPERF moves between two callbacks
+/// even on a CPU that idles (the idle tick's softirq calls it from `update_blocked_averages`).
+/// The model's counters count C0 only while a task runs; without this, an idle CPU's
+/// `intel_pstate_sample()` would see MPERF stand still, refuse the sample and keep its last
+/// request for as long as it idles, where the kernel's next sample finds it ~0 % busy and
+/// lowers it (to half-way between the minimum and the average P-state of that C0 time). The
+/// callback's own C0 time is counted as 1 µs at the CPU's current request: far below the
+/// 1/256 of a 10 ms sample that `busy_frac` resolves, so only its frequency matters.
+fn idle_callback_c0(
+    st: &mut ip::IntelPstateCpu,
+    counters: &mut PerfCounters,
+    idle: bool,
+    tsc_khz: u64,
+    scaling_khz: u64,
+) {
+    counters.aperf = counters.aperf.wrapping_add(st.c0_idle.aperf);
+    counters.mperf = counters.mperf.wrapping_add(st.c0_idle.mperf);
+    if idle && counters.mperf == st.prev.mperf && counters.tsc != st.prev.tsc {
+        let mperf = tsc_khz / 1000;
+        let aperf = st.current_pstate.max(0) as u64 * scaling_khz / 1000;
+        st.c0_idle.mperf = st.c0_idle.mperf.wrapping_add(mperf);
+        st.c0_idle.aperf = st.c0_idle.aperf.wrapping_add(aperf);
+        counters.mperf = counters.mperf.wrapping_add(mperf);
+        counters.aperf = counters.aperf.wrapping_add(aperf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Haswell-EP's P-states (min 12, P1 23, 1C turbo 31; TSC 2.3 GHz) with v5.2's rules.
+    fn haswell_env() -> PstateEnv {
+        PstateEnv {
+            version: (5, 2),
+            pstate: PstateData::from_khz(1_200_000, 2_300_000, 3_100_000),
+            limits: PerfLimits {
+                min_perf_ratio: 12,
+                max_perf_ratio: 31,
+            },
+            no_turbo: false,
+            tick_ns: 4_000_000,
+            aperf_mperf_shift: 0,
+        }
+    }
+
+    /// A CPU that left P-state 31 for idle: 20 ms later its idle tick's callback samples. The
+    /// model's counters stood still, and without the callback's own C0 time the sample would be
+    /// refused. With it (1 µs at P-state 31: ΔMPERF 2,300, ΔAPERF 3,100, ΔTSC 46,000,000)
+    /// `busy_frac` truncates to 0, the target floors at 12, and the average P-state of that C0
+    /// time, 23 × 3,100/2,300 = 30.99 → 30 in the kernel's fixed point, adds half the gap:
+    /// 12 + (30 − 12)/2 = 21.
+    #[test]
+    fn an_idle_cpus_own_callback_lets_intel_pstate_lower_its_request() {
+        let env = haswell_env();
+        let at_idle = PerfCounters {
+            aperf: 7_000_000,
+            mperf: 5_000_000,
+            tsc: 9_000_000,
+        };
+        let mut st = IntelPstateCpu::new(31, at_idle);
+        st.sample.time = 1_000; // a sample was taken when the CPU went idle
+        let later = PerfCounters {
+            tsc: at_idle.tsc + 46_000_000,
+            ..at_idle
+        };
+        let mut refused = st.clone();
+        assert_eq!(refused.update_util(20_001_000, 0, later, &env), None);
+        assert_eq!(refused.current_pstate, 31);
+
+        let mut counters = later;
+        idle_callback_c0(&mut st, &mut counters, true, 2_300_000, 100_000);
+        assert_eq!(counters.mperf - at_idle.mperf, 2_300);
+        assert_eq!(counters.aperf - at_idle.aperf, 3_100);
+        assert_eq!(st.update_util(20_001_000, 0, counters, &env), Some(21));
+
+        // a busy CPU's counters move by themselves: nothing is added
+        let mut busy = PerfCounters {
+            aperf: later.aperf + 10,
+            mperf: later.mperf + 10,
+            tsc: later.tsc + 100,
+        };
+        let before = busy;
+        let mut other = IntelPstateCpu::new(31, at_idle);
+        idle_callback_c0(&mut other, &mut busy, false, 2_300_000, 100_000);
+        assert_eq!(busy, before);
     }
 }

@@ -28,7 +28,8 @@
 //! with turbo 39 the "1.25 × 39 = 48.75" is 48, so 50 % busy gives P-state 24 exactly.
 //!
 //! Simplifications: only the local CPU's callbacks reach [`IntelPstateCpu::update_util`]
-//! (remote ones are ignored by the kernel); the turbo state (`update_turbo_state`) and the
+//! (remote ones are ignored by the kernel); the caller adds the C0 time of a callback on an idle
+//! CPU to the counters it passes ([`IntelPstateCpu::c0_idle`]); the turbo state (`update_turbo_state`) and the
 //! limits are inputs; the MSR value written (`ratio << 8`, turbo-disengage bit) is the caller's;
 //! the hybrid perf-to-frequency scaling is only the `scaling_khz` parameter; the "performance"
 //! policy (always the top P-state) needs no logic here. Depends on `super::policy` only.
@@ -227,6 +228,9 @@ pub struct IntelPstateCpu {
     pub last_sample_time: u64,
     pub sample: Sample,
     pub prev: PerfCounters,
+    /// C0 time of the callbacks on an idle CPU, which the caller adds to the counters it reads
+    /// (the hook runs in C0 even when no task does).
+    pub c0_idle: PerfCounters,
 }
 
 impl IntelPstateCpu {
