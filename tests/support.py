@@ -1,10 +1,13 @@
-"""Test helpers: a fake core for the Python plumbing and the trace-format regexes."""
+"""Test helpers: a fake core for the Python plumbing, the trace-format regexes and the x86
+presets' package power by the parametric formula."""
 
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+
+from schedsim.machines import load_machine
 
 # Line regexes of the two main ftrace-text consumers (spec/ecosystem.md §1.1).
 PERFETTO_LINE = re.compile(
@@ -225,3 +228,19 @@ class VaryingCore(FakeCore):
         result["samples"] = samples
         result["turbostat"]["cstates"] = {"C1": 5.0, "C6": 80.0 - 5.0 * n}
         return json.dumps(result)
+
+
+def x86_package_power_mw(name: str, khz: int, threads: int, activity: float = 1.0) -> float:
+    """Package power with every core busy (`threads` per core) at `khz`, by the core's formula
+    (crates/schedsim-core/src/hw/power.rs): activity x c_eff x V^2 x f x (1 + smt x (k-1)) +
+    leakage per core, plus package_idle + uncore_active x f / f_max. `activity` 1 is the
+    workload c_eff was calibrated on."""
+    m = load_machine(name)
+    p = m.spec.power
+    fd = m.spec.freq_domains[0]
+    opp = next(o for o in fd.opps if o.khz == khz)
+    volts, ghz = opp.uv / 1e6, khz / 1e6
+    dynamic = activity * p.c_eff * volts**2 * ghz
+    core = dynamic * (1 + p.smt_power_factor * (threads - 1)) + p.core_leakage_mw
+    cores = m.ncores // m.packages
+    return p.package_idle_mw + p.uncore_active_mw * khz / fd.opps[-1].khz + cores * core

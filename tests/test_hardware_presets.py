@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 import schedsim
 from schedsim import programs as p
 from schedsim.cli import app
+from support import x86_package_power_mw
 
 pytestmark = pytest.mark.usefixtures("real_core")
 
@@ -46,20 +47,6 @@ def test_skylake_8x_turbo_follows_the_active_core_count(busy: int, mhz: int) -> 
     assert busy_mhz(r) == pytest.approx(mhz, abs=2)
 
 
-def all_core_turbo_w(machine: str) -> float:
-    """Every thread busy at the all-core turbo bin, by the parametric formula
-    (crates/schedsim-core/src/hw/power.rs) with the preset's activity factor, per package."""
-    m = schedsim.load_machine(machine)
-    pw = m.spec.power
-    fd = m.spec.freq_domains[0]
-    opp = next(o for o in fd.opps if o.khz == fd.turbo_khz[-1])
-    volts, ghz = opp.uv / 1e6, opp.khz / 1e6
-    dynamic = pw.activity_factor * pw.c_eff * volts**2 * ghz * (1 + pw.smt_power_factor)
-    cores = m.ncores // m.packages
-    uncore = pw.uncore_active_mw * opp.khz / fd.opps[-1].khz
-    return (pw.package_idle_mw + uncore + cores * (dynamic + pw.core_leakage_mw)) / 1000
-
-
 @pytest.mark.parametrize("machine", sorted(TDP_W))
 def test_busy_package_draws_about_its_tdp_and_idle_a_small_part(machine: str) -> None:
     m = schedsim.load_machine(machine)
@@ -70,7 +57,11 @@ def test_busy_package_draws_about_its_tdp_and_idle_a_small_part(machine: str) ->
     tdp = TDP_W[machine] * npkg
     # the all-core turbo where ordinary code fits in the TDP (skylake-8x), otherwise PL2 lets
     # the package run above TDP for a while and PL1 pulls it back towards TDP
-    expect = min(tdp, all_core_turbo_w(machine) * npkg)
+    fd = m.spec.freq_domains[0]
+    all_core_w = x86_package_power_mw(
+        machine, fd.turbo_khz[-1], m.smt, m.spec.power.activity_factor
+    )
+    expect = min(tdp, all_core_w / 1000 * npkg)
     assert 0.85 * expect <= watts <= 1.3 * tdp, f"{machine}: {watts:.1f} W busy, TDP {tdp} W"
     idle = schedsim.run(
         machine,

@@ -505,7 +505,14 @@ impl SimConfig {
         if !(af > 0.0 && af <= 2.0) {
             return Err(format!(
                 "machine '{}': power.activity_factor {af} is outside (0, 2] (1 = the workload \
-                 c_eff was calibrated on)",
+                 c_eff was calibrated on; a power virus may switch more, not twice as much)",
+                m.name
+            ));
+        }
+        if m.power.model == "em" && af != 1.0 {
+            return Err(format!(
+                "machine '{}': power.activity_factor {af} applies to the parametric model only \
+                 (the em model's OPP powers are the energy model's own)",
                 m.name
             ));
         }

@@ -126,6 +126,16 @@ fn an_activity_factor_out_of_range_is_refused_naming_the_key() {
             "{err}"
         );
     }
+    let mut m = turbo_machine();
+    m["power"]["model"] = json!("em");
+    m["power"]["activity_factor"] = json!(0.5);
+    let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("power.activity_factor") && err.contains("parametric model only"),
+        "{err}"
+    );
 }
 
 #[test]

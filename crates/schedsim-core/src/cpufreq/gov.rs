@@ -648,6 +648,7 @@ impl Sim {
                 let mut counters = self.perf_counters(cpu);
                 let idle = self.rqs[cpu].curr.is_none();
                 let tsc_khz = self.cfg.machine.tsc_khz;
+                let khz = self.fds[self.topo.cpus[cpu].freq_domain].delivered_khz;
                 let pstate = self.pstate_data(p);
                 let pol = &self.cpufreq.policies[p];
                 let limits = PerfLimits {
@@ -665,7 +666,7 @@ impl Sim {
                 let GovState::Pstate(st) = &mut self.cpufreq.policies[p].gov else {
                     unreachable!()
                 };
-                idle_callback_c0(st, &mut counters, idle, tsc_khz, pstate.scaling_khz);
+                idle_callback_c0(st, &mut counters, idle, tsc_khz, khz);
                 if let Some(ps) = st.update_util(now, flags, counters, &env) {
                     self.policy_apply(p, ps as u64 * pstate.scaling_khz);
                 }
@@ -785,26 +786,29 @@ impl Sim {
     }
 }
 
+/// C0 time counted for a scheduler callback on an idle CPU (ns). Any value below 1/256 of the
+/// 10 ms sample (39 µs) gives the same `busy_frac`, 0; only the frequency of that time matters.
+const IDLE_CALLBACK_C0_NS: u64 = 1_000;
+
 /// The scheduler's callback runs in C0, so on real hardware MPERF moves between two callbacks
 /// even on a CPU that idles (the idle tick's softirq calls it from `update_blocked_averages`).
 /// The model's counters count C0 only while a task runs; without this, an idle CPU's
 /// `intel_pstate_sample()` would see MPERF stand still, refuse the sample and keep its last
 /// request for as long as it idles, where the kernel's next sample finds it ~0 % busy and
 /// lowers it (to half-way between the minimum and the average P-state of that C0 time). The
-/// callback's own C0 time is counted as 1 µs at the CPU's current request: far below the
-/// 1/256 of a 10 ms sample that `busy_frac` resolves, so only its frequency matters.
+/// callback's own time is [`IDLE_CALLBACK_C0_NS`] at `khz`, the frequency its core delivers.
 fn idle_callback_c0(
-    st: &mut ip::IntelPstateCpu,
+    st: &mut IntelPstateCpu,
     counters: &mut PerfCounters,
     idle: bool,
     tsc_khz: u64,
-    scaling_khz: u64,
+    khz: u64,
 ) {
     counters.aperf = counters.aperf.wrapping_add(st.c0_idle.aperf);
     counters.mperf = counters.mperf.wrapping_add(st.c0_idle.mperf);
     if idle && counters.mperf == st.prev.mperf && counters.tsc != st.prev.tsc {
-        let mperf = tsc_khz / 1000;
-        let aperf = st.current_pstate.max(0) as u64 * scaling_khz / 1000;
+        let mperf = tsc_khz * IDLE_CALLBACK_C0_NS / 1_000_000;
+        let aperf = khz * IDLE_CALLBACK_C0_NS / 1_000_000;
         st.c0_idle.mperf = st.c0_idle.mperf.wrapping_add(mperf);
         st.c0_idle.aperf = st.c0_idle.aperf.wrapping_add(aperf);
         counters.mperf = counters.mperf.wrapping_add(mperf);
@@ -831,12 +835,13 @@ mod tests {
         }
     }
 
-    /// A CPU that left P-state 31 for idle: 20 ms later its idle tick's callback samples. The
+    /// A CPU that left P-state 30 for idle: 20 ms later its idle tick's callback samples. The
     /// model's counters stood still, and without the callback's own C0 time the sample would be
-    /// refused. With it (1 µs at P-state 31: ΔMPERF 2,300, ΔAPERF 3,100, ΔTSC 46,000,000)
-    /// `busy_frac` truncates to 0, the target floors at 12, and the average P-state of that C0
-    /// time, 23 × 3,100/2,300 = 30.99 → 30 in the kernel's fixed point, adds half the gap:
-    /// 12 + (30 − 12)/2 = 21.
+    /// refused. With it (1 µs at 3.0 GHz: ΔMPERF 2,300, ΔAPERF 3,000, ΔTSC 46,000,000)
+    /// `busy_frac` truncates to 0 and the target floors at 12; the average P-state of that C0
+    /// time is 23 × 3,000/2,300 = 30 exactly, but the kernel's fixed point makes it
+    /// 23 × ⌊3,000·2¹⁴/2,300⌋ / 2¹⁴ = 29.9993 → 29, so half the gap gives 12 + (29 − 12)/2 = 20
+    /// (21 in exact arithmetic).
     #[test]
     fn an_idle_cpus_own_callback_lets_intel_pstate_lower_its_request() {
         let env = haswell_env();
@@ -845,7 +850,7 @@ mod tests {
             mperf: 5_000_000,
             tsc: 9_000_000,
         };
-        let mut st = IntelPstateCpu::new(31, at_idle);
+        let mut st = IntelPstateCpu::new(30, at_idle);
         st.sample.time = 1_000; // a sample was taken when the CPU went idle
         let later = PerfCounters {
             tsc: at_idle.tsc + 46_000_000,
@@ -853,23 +858,39 @@ mod tests {
         };
         let mut refused = st.clone();
         assert_eq!(refused.update_util(20_001_000, 0, later, &env), None);
-        assert_eq!(refused.current_pstate, 31);
+        assert_eq!(refused.current_pstate, 30);
 
         let mut counters = later;
-        idle_callback_c0(&mut st, &mut counters, true, 2_300_000, 100_000);
+        idle_callback_c0(&mut st, &mut counters, true, 2_300_000, 3_000_000);
         assert_eq!(counters.mperf - at_idle.mperf, 2_300);
-        assert_eq!(counters.aperf - at_idle.aperf, 3_100);
-        assert_eq!(st.update_util(20_001_000, 0, counters, &env), Some(21));
+        assert_eq!(counters.aperf - at_idle.aperf, 3_000);
+        assert_eq!(st.update_util(20_001_000, 0, counters, &env), Some(20));
+    }
 
-        // a busy CPU's counters move by themselves: nothing is added
-        let mut busy = PerfCounters {
-            aperf: later.aperf + 10,
-            mperf: later.mperf + 10,
-            tsc: later.tsc + 100,
+    /// No C0 time is added where the counters moved by themselves (the CPU ran a task since the
+    /// last sample), nor for a callback on a CPU that is running a task.
+    #[test]
+    fn a_cpu_whose_counters_moved_gets_no_extra_c0_time() {
+        let prev = PerfCounters {
+            aperf: 7_000_000,
+            mperf: 5_000_000,
+            tsc: 9_000_000,
         };
-        let before = busy;
-        let mut other = IntelPstateCpu::new(31, at_idle);
-        idle_callback_c0(&mut other, &mut busy, false, 2_300_000, 100_000);
-        assert_eq!(busy, before);
+        let moved = PerfCounters {
+            aperf: prev.aperf + 10,
+            mperf: prev.mperf + 10,
+            tsc: prev.tsc + 100,
+        };
+        let mut st = IntelPstateCpu::new(30, prev);
+        let mut c = moved;
+        idle_callback_c0(&mut st, &mut c, true, 2_300_000, 3_000_000);
+        assert_eq!((c, st.c0_idle), (moved, PerfCounters::default()));
+        let still = PerfCounters {
+            tsc: prev.tsc + 100,
+            ..prev
+        };
+        let mut c = still;
+        idle_callback_c0(&mut st, &mut c, false, 2_300_000, 3_000_000);
+        assert_eq!((c, st.c0_idle), (still, PerfCounters::default()));
     }
 }

@@ -282,13 +282,6 @@ impl Sim {
         task.stats.nr_wakeups += 1;
         task.stats.runnable_since = self.now;
         task.stats.pending_wakeup_latency = true;
-        // TTWU_QUEUE (`ttwu_queue`): a wakee placed on a CPU that shares no LLC with the waker
-        // goes on that CPU's wake list and is activated there, so the enqueue's cpufreq
-        // callbacks are local to the wakee's CPU (the waker's would be remote, and ignored).
-        let waker_this = self.this_cpu;
-        if !self.topo.shares_llc(waker_cpu, cpu) {
-            self.this_cpu = cpu;
-        }
         self.activate_task(
             cpu,
             t,
@@ -300,7 +293,6 @@ impl Sim {
             },
         );
         self.check_preempt_curr(cpu, t, false);
-        self.this_cpu = waker_this;
         self.ttwu_charge = None;
         if cpu != waker_cpu && self.rqs[waker_cpu].curr.is_none() {
             // an idle waker went back to idle: its interrupt work delays no task
