@@ -74,19 +74,26 @@ fn aperf_over_mperf_is_delivered_over_base_and_tsc_always_counts() {
     assert!((idle.tsc - 0.1 * 3.5e9).abs() < 1.0);
 }
 
-#[test]
-fn busy_package_power_matches_the_parametric_formula_and_energy_integrates_power() {
-    // 4 hogs on 4 cores at 3700 MHz: each core c_eff·V²·f + leakage, plus the uncore at
-    // 3700/3900 of its active power, plus the package idle floor.
-    let sim = run(config(turbo_machine(), hogs(4, true), "6.12", 500.0));
+/// 4 hogs on 4 cores at 3700 MHz for 0.5 s with the code's `activity` (None: the preset's
+/// default, 1): the package's average power and the parametric formula's, each core
+/// activity·c_eff·V²·f + leakage, plus the uncore at 3700/3900 of its active power, plus the
+/// package idle floor (the other threads of these cores idle, but the cores are busy).
+fn busy_package_mw(activity: Option<f64>) -> (f64, f64) {
+    let mut m = turbo_machine();
+    if let Some(a) = activity {
+        m["power"]["activity_factor"] = json!(a);
+    }
+    let sim = run(config(m, hogs(4, true), "6.12", 500.0));
     let p = &sim.cfg.machine.power;
     let v = (700_000 + (3_700_000u64 - 800_000) * 500_000 / 3_100_000) as f64 * 1e-6;
-    let core = p.c_eff * v * v * 3.7 + p.core_leakage_mw;
-    let idle_cores = 0.0; // the other threads of these cores are idle but the cores are busy
-    let expect_mw =
-        4.0 * core + idle_cores + p.package_idle_mw + p.uncore_active_mw * 3700.0 / 3900.0;
-    let energy_mj = sim.hw.pkg_energy_uj[0] * 1e-3;
-    let avg_mw = energy_mj / 0.5;
+    let core = activity.unwrap_or(1.0) * p.c_eff * v * v * 3.7 + p.core_leakage_mw;
+    let expect_mw = 4.0 * core + p.package_idle_mw + p.uncore_active_mw * 3700.0 / 3900.0;
+    (sim.hw.pkg_energy_uj[0] * 1e-3 / 0.5, expect_mw)
+}
+
+#[test]
+fn busy_package_power_matches_the_parametric_formula_and_energy_integrates_power() {
+    let (avg_mw, expect_mw) = busy_package_mw(None);
     // the first ~100 µs of wake-up run differently
     assert!(
         (avg_mw / expect_mw - 1.0).abs() < 0.002,
@@ -94,23 +101,22 @@ fn busy_package_power_matches_the_parametric_formula_and_energy_integrates_power
     );
 }
 
-/// `activity_factor` scales the switched-capacitance term only: 4 hogs at 3700 MHz on a package
-/// whose code switches 0.6 of the calibration workload's capacitance draw
+/// `activity_factor` scales the switched-capacitance term only: with 0.6 the same package draws
 /// 4 × (0.6 · c_eff·V²·f + leakage) + the uncore and the package floor.
 #[test]
 fn the_activity_factor_scales_the_busy_cores_switching_power() {
-    let mut m = turbo_machine();
-    m["power"]["activity_factor"] = json!(0.6);
-    let sim = run(config(m, hogs(4, true), "6.12", 500.0));
-    let p = &sim.cfg.machine.power;
-    let v = (700_000 + (3_700_000u64 - 800_000) * 500_000 / 3_100_000) as f64 * 1e-6;
-    let core = 0.6 * p.c_eff * v * v * 3.7 + p.core_leakage_mw;
-    let expect_mw = 4.0 * core + p.package_idle_mw + p.uncore_active_mw * 3700.0 / 3900.0;
-    let avg_mw = sim.hw.pkg_energy_uj[0] * 1e-3 / 0.5;
+    let (avg_mw, expect_mw) = busy_package_mw(Some(0.6));
     assert!(
         (avg_mw / expect_mw - 1.0).abs() < 0.002,
         "avg {avg_mw:.1} mW, expected {expect_mw:.1} mW"
     );
+}
+
+/// The error of a machine the simulator refuses to build.
+fn refusal(m: Value) -> String {
+    schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
+        .err()
+        .expect("refused")
 }
 
 #[test]
@@ -118,9 +124,7 @@ fn an_activity_factor_out_of_range_is_refused_naming_the_key() {
     for bad in [0.0, -0.5, 2.5] {
         let mut m = turbo_machine();
         m["power"]["activity_factor"] = json!(bad);
-        let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
-            .err()
-            .expect("refused");
+        let err = refusal(m);
         assert!(
             err.contains("power.activity_factor") && err.contains("(0, 2]"),
             "{err}"
@@ -129,9 +133,7 @@ fn an_activity_factor_out_of_range_is_refused_naming_the_key() {
     let mut m = turbo_machine();
     m["power"]["model"] = json!("em");
     m["power"]["activity_factor"] = json!(0.5);
-    let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
-        .err()
-        .expect("refused");
+    let err = refusal(m);
     assert!(
         err.contains("power.activity_factor") && err.contains("parametric model only"),
         "{err}"
@@ -554,9 +556,7 @@ fn a_turbo_request_licenses_the_whole_turbo_range_where_the_part_grants_it() {
 fn an_unknown_turbo_grant_is_refused_naming_the_key() {
     let mut m = turbo_machine();
     m["freq_domains"][0]["turbo_grant"] = json!("always");
-    let err = schedsim_core::Sim::new(config(m, hogs(1, true), "6.12", 10.0))
-        .err()
-        .expect("refused");
+    let err = refusal(m);
     assert!(
         err.contains("turbo_grant") && err.contains("'request' and 'range'"),
         "{err}"
