@@ -1,6 +1,6 @@
 """kernbench and gitsource through the whole stack on the shipped skylake-8x preset: the
-workload strings, the metrics, and gitsource's calibration anchor (2,215 s for the whole suite
-at max frequency, here a 50-script share of it)."""
+workload strings, the metrics, and gitsource's check against seed 000's skylake-8x baseline
+(858.85 s for git v2.15.1's suite, here a 40-script share of it)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,24 @@ from schedsim.config import ConfigError
 pytestmark = pytest.mark.usefixtures("real_core")
 
 
-def test_gitsource_runs_its_share_of_the_2215_s_anchor_on_skylake_8x() -> None:
+def test_gitsource_baseline_takes_its_share_of_the_seeds_858_s_on_skylake_8x() -> None:
+    """Seed 000's 8x-SKYLAKE-UMA ran git v2.15.1's suite in 858.85 s with non-invariant
+    schedutil on 5.2. Nothing in the model is fitted to it: the suite's block make-up and work
+    were measured on another machine (docs/workloads/gitsource.md), so this is a check. The
+    first 40 scripts hold 613 of the 12,114 blocks."""
     r = schedsim.run(
         "skylake-8x",
-        "gitsource:scripts=50",
+        "gitsource:scripts=40",
         driver="intel_cpufreq",
-        governor="performance",
-        kernel="6.12",
+        governor="schedutil",
+        invariance="none",
+        kernel="5.2",
     )
-    blocks = sum((i + 1) * 18400 // 1011 - i * 18400 // 1011 for i in range(50))
-    per_block = 56 + 2.5
-    share = (50 * 20 + blocks * per_block) / (1011 * 20 + 18400 * per_block)
-    expect = 2215.3 * share
+    blocks = sum((i + 1) * 12114 // 790 - i * 12114 // 790 for i in range(40))
+    assert blocks == 613
     assert r.primary["name"] == "elapsed_s"
-    assert r.metrics["elapsed_s"] == pytest.approx(expect, rel=0.03)
-    assert r.metrics["scripts"] == 50
+    assert r.metrics["elapsed_s"] == pytest.approx(858.85 * blocks / 12114, rel=0.05)
+    assert r.metrics["scripts"] == 40
 
 
 def test_kernbench_reports_time_metrics_and_scales_with_jobs() -> None:
@@ -47,8 +50,8 @@ def test_kernbench_reports_time_metrics_and_scales_with_jobs() -> None:
 def test_kbuild_parameter_errors_name_the_parameter() -> None:
     with pytest.raises(ConfigError, match="jobs"):
         schedsim.run("skylake-8x", "kernbench:jobs=0")
-    with pytest.raises(ConfigError, match="procs_per_block"):
-        schedsim.run("skylake-8x", "gitsource:procs_per_block=2.5")
+    with pytest.raises(ConfigError, match="scripts"):
+        schedsim.run("skylake-8x", "gitsource:scripts=2.5")
 
 
 def test_gitsource_runs_markedly_faster_with_turbo4_invariance_on_kernel_5_2() -> None:
@@ -67,8 +70,9 @@ def test_gitsource_runs_markedly_faster_with_turbo4_invariance_on_kernel_5_2() -
 
     base, inv = gitsource("none"), gitsource("turbo:4")
     ratio = inv.metrics["elapsed_s"] / base.metrics["elapsed_s"]
-    # markedly faster; below the published 0.55 because the model's non-invariant baseline runs
-    # the chain near the 800 MHz minimum (docs/validation.md, "gitsource with invariance is
-    # better than published on skylake-8x"): 0.34 here
+    # markedly faster; below the published 0.55: the non-invariant baseline runs the chain near
+    # the 800 MHz minimum (as its 858.85 s says the seed's did) while the invariant configs run
+    # it faster than the seed's 475 s (docs/validation.md, "gitsource with invariance is better
+    # than published on skylake-8x"): 0.35 here
     assert 0.3 < ratio < 0.75
     assert inv.power["avg_package_w"] > base.power["avg_package_w"]

@@ -1,9 +1,17 @@
 //! `gitsource`: git's `make test` without -j (MMTests `config-workload-shellscripts`,
-//! spec/workloads.md §4): make runs one test script at a time; each script's shell forks
-//! short-lived processes (git, sed, grep, cat, test-tool) one after another and waits for
-//! each, plus one pipeline per test block whose 2 or 3 members run concurrently, connected
-//! by pipes. At any instant about one task is runnable, but a different one every couple of
-//! milliseconds, and every new one is placed by fork and exec balancing.
+//! spec/workloads.md §4), for the suite seed 000 ran: git v2.15.1 (MMTests' gitsource-bench of
+//! 2019). make runs one test script at a time; each script's shell (dash) runs its test blocks,
+//! forking git commands, text tools and subshells one after another and waiting for each, plus
+//! one pipeline per block whose 2 or 3 members run concurrently, connected by pipes. At any
+//! instant about one task is runnable, but a different one every couple of milliseconds, and
+//! every new one is placed by fork and exec balancing.
+//!
+//! The block's make-up (how many git commands, tools and subshells), the work of each kind and
+//! the shell's own work between forks are the measured ones (data/workloads/gitsource.json,
+//! docs/workloads/gitsource.md "Measured structure"); nothing is fitted to a total.
+//! Simplified: a git command is one process (its own children, hooks and helpers, are folded
+//! into its work), the tools and subshells are drawn from one distribution each, and the
+//! blocks of a script all have the same make-up.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -40,12 +48,11 @@ pub fn generator() -> Generator {
 pub fn info() -> WorkloadInfo {
     WorkloadInfo {
         name: "gitsource",
-        description: "git's `make test` (v2.49.0, no -j): one test script at a time, each a shell forking and waiting for short git/sed/grep/test-tool processes, with one 2-3 stage pipeline per test block. Calibrated to 2,215 s on skylake-8x at max frequency.",
+        description: "git's `make test` (v2.15.1, the suite seed 000 ran; no -j): one test script at a time, each a dash shell forking and waiting for git commands, text tools and subshells, with one 2-3 stage pipeline per test block. Block make-up, work per process and shell work measured on the suite.",
         params: vec![
-            ParamInfo { name: "scripts", default: 1011.into(), description: "test scripts run (the first N of the suite's 1,011); each has 18-19 test blocks" },
-            ParamInfo { name: "procs_per_block", default: (consts().get("single_procs_per_block") as i64).into(), description: "single (non-pipeline) processes per test block (the default is calibrated to 2,215 s on skylake-8x)" },
-            ParamInfo { name: "work_ms", default: consts().get("proc_work_ms").into(), description: "mean work per process, ms on the reference machine (2.52 GHz Sapphire Rapids; default measured)" },
-            ParamInfo { name: "work_sigma", default: consts().get("proc_work_sigma").into(), description: "lognormal sigma of the per-process work (default measured)" },
+            ParamInfo { name: "scripts", default: (consts().get("scripts_total") as i64).into(), description: "test scripts run (the first N of the suite's 790); each has 15-16 test blocks" },
+            ParamInfo { name: "git_ms", default: consts().get("git_work_ms").into(), description: "mean work of a git command, ms on the measurement machine (2.45 GHz Zen 3; default measured)" },
+            ParamInfo { name: "git_sigma", default: consts().get("git_work_sigma").into(), description: "lognormal sigma of a git command's work (default measured)" },
         ],
         metrics: vec!["elapsed_s", "scripts", "processes", "processes_per_s"],
         primary: "elapsed_s",
@@ -54,21 +61,71 @@ pub fn info() -> WorkloadInfo {
     }
 }
 
+/// What a test block forks, one after another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmd {
+    Git,
+    Tool,
+    Subshell,
+}
+
 #[derive(Clone, Debug)]
 pub struct Gitsource {
     pub scripts: u32,
-    pub procs_per_block: u32,
-    /// Mean work per process (cycles) and the lognormal sigma.
-    pub work_cycles: f64,
-    pub work_sigma: f64,
+    /// Mean work of a git command (cycles) and its lognormal sigma.
+    pub git_cycles: f64,
+    pub git_sigma: f64,
     /// Test blocks of each script, in order.
     pub blocks: Vec<u32>,
 }
 
-/// Cycles per ms of reference-machine time.
-fn ref_cycles_per_ms() -> f64 {
+/// Skylake-class cycles per ms of the measurement machine.
+pub fn cycles_per_ms() -> f64 {
     let c = consts();
-    c.get("ref_clock_mhz") * 1e3 * c.get("ref_ipc_ratio")
+    c.get("measure_clock_mhz") * 1e3 * c.get("measure_ipc_ratio")
+}
+
+/// A lognormal with the given mean (cycles) and sigma.
+fn lognormal(mean: f64, sigma: f64) -> OpSpec {
+    OpSpec::RunDist {
+        dist: Dist::LogNormal {
+            mu: -sigma * sigma / 2.0,
+            sigma,
+            scale: mean,
+        },
+        stall_ns: 0.0,
+    }
+}
+
+/// How many of a kind the first `n` blocks hold at `per_block` each: spread evenly
+/// (`⌊n · per_block⌋`), so block b gets `count(b + 1) − count(b)`.
+fn spread(n: u32, per_block: f64) -> u32 {
+    (n as f64 * per_block).floor() as u32
+}
+
+/// The single commands of block `b` (the pipeline's members not included): the measured counts
+/// per block less the pipeline's git and its 1.5 tools, interleaved.
+pub fn block_commands(b: u32) -> Vec<Cmd> {
+    let c = consts();
+    let kinds = [
+        (Cmd::Subshell, c.get("subshells_per_block")),
+        (Cmd::Git, c.get("git_per_block") - 1.0),
+        (Cmd::Tool, c.get("util_per_block") - 1.5),
+    ];
+    let counts: Vec<(Cmd, u32)> = kinds
+        .iter()
+        .map(|&(k, per)| (k, spread(b + 1, per) - spread(b, per)))
+        .collect();
+    let most = counts.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for i in 0..most {
+        for &(k, n) in &counts {
+            if i < n {
+                out.push(k);
+            }
+        }
+    }
+    out
 }
 
 impl Gitsource {
@@ -77,14 +134,8 @@ impl Gitsource {
         let p = Params::new("gitsource", params, &info())?;
         let total = c.get("scripts_total") as i64;
         let scripts = p.int("scripts", total, 1, total)? as u32;
-        let procs_per_block = p.int(
-            "procs_per_block",
-            c.get("single_procs_per_block") as i64,
-            0,
-            100_000,
-        )? as u32;
-        let work_ms = p.f64("work_ms", c.get("proc_work_ms"), 0.0, 10_000.0)?;
-        let work_sigma = p.f64("work_sigma", c.get("proc_work_sigma"), 0.0, 5.0)?;
+        let git_ms = p.f64("git_ms", c.get("git_work_ms"), 0.0, 10_000.0)?;
+        let git_sigma = p.f64("git_sigma", c.get("git_work_sigma"), 0.0, 5.0)?;
         let b = c.get("blocks_total") as u64;
         let n = total as u64;
         let blocks = (0..scripts as u64)
@@ -92,35 +143,32 @@ impl Gitsource {
             .collect();
         Ok(Gitsource {
             scripts,
-            procs_per_block,
-            work_cycles: work_ms * ref_cycles_per_ms(),
-            work_sigma,
+            git_cycles: git_ms * cycles_per_ms(),
+            git_sigma,
             blocks,
         })
     }
 
-    /// Work of one process (or of one of `parts` chunks of it): a lognormal of the given mean.
-    fn work(&self, parts: f64) -> OpSpec {
-        let s = self.work_sigma;
-        OpSpec::RunDist {
-            dist: Dist::LogNormal {
-                mu: -s * s / 2.0,
-                sigma: s,
-                scale: self.work_cycles / parts,
-            },
-            stall_ns: 0.0,
-        }
+    fn git_work(&self, parts: f64) -> OpSpec {
+        lognormal(self.git_cycles / parts, self.git_sigma)
+    }
+
+    fn tool_work(parts: f64) -> OpSpec {
+        let c = consts();
+        lognormal(
+            c.get("util_work_ms") * cycles_per_ms() / parts,
+            c.get("util_work_sigma"),
+        )
+    }
+
+    fn shell_work(mean_ms: f64) -> OpSpec {
+        lognormal(mean_ms * cycles_per_ms(), consts().get("shell_work_sigma"))
     }
 
     fn workload(&self) -> CustomWorkload {
         let c = consts();
-        let cpm = ref_cycles_per_ms();
-        let shell = OpSpec::Run {
-            cycles: c.get("shell_work_ms") * cpm,
-            stall_ns: 0.0,
-        };
         let make_work = OpSpec::Run {
-            cycles: c.get("make_work_per_script_ms") * cpm,
+            cycles: c.get("make_work_per_script_ms") * cycles_per_ms(),
             stall_ns: 0.0,
         };
         let chunks = c.get("pipeline_chunks") as i64;
@@ -141,38 +189,33 @@ impl Gitsource {
         tasks.push(start_task("make", make));
 
         // the test scripts, one template per block count
-        let single = |comm: &str| {
+        let shell = Self::shell_work(c.get("shell_work_ms"));
+        let single = |task: &str| {
             vec![
                 shell.clone(),
-                OpSpec::Fork {
-                    task: format!("c_{comm}"),
-                },
+                OpSpec::Fork { task: task.into() },
                 OpSpec::Wait,
             ]
         };
-        // the command mix of a block: mostly git, with the usual text tools and helpers
-        const MIX: [&str; 8] = [
-            "git",
-            "git",
-            "sed",
-            "git",
-            "test-tool",
-            "git",
-            "grep",
-            "cat",
-        ];
+        // the tools a block runs, in turn
+        const TOOLS: [&str; 6] = ["c_diff", "c_sed", "c_expr", "c_cat", "c_grep", "c_rm"];
         let mut counts: Vec<u32> = self.blocks.clone();
         counts.sort_unstable();
         counts.dedup();
         for k in counts {
             let mut prog = vec![OpSpec::Exec { comm: "sh".into() }];
-            prog.push(OpSpec::Loop {
-                count: c.get("setup_procs_per_script") as i64,
-                body: single("git"),
-            });
+            let mut tool = 0;
             for b in 0..k {
-                for i in 0..self.procs_per_block {
-                    prog.extend(single(MIX[i as usize % MIX.len()]));
+                for cmd in block_commands(b) {
+                    let task = match cmd {
+                        Cmd::Git => "c_git",
+                        Cmd::Subshell => "c_sub",
+                        Cmd::Tool => {
+                            tool += 1;
+                            TOOLS[(tool - 1) % TOOLS.len()]
+                        }
+                    };
+                    prog.extend(single(task));
                 }
                 // one pipeline per block: 2 and 3 stages alternately
                 prog.push(shell.clone());
@@ -193,16 +236,31 @@ impl Gitsource {
             prog.push(OpSpec::Exit);
             tasks.push(child(&format!("t{k}"), prog));
         }
-        for comm in ["git", "sed", "grep", "cat", "test-tool"] {
+        tasks.push(child(
+            "c_git",
+            vec![
+                OpSpec::Exec { comm: "git".into() },
+                self.git_work(1.0),
+                OpSpec::Exit,
+            ],
+        ));
+        for t in TOOLS {
             tasks.push(child(
-                &format!("c_{comm}"),
+                t,
                 vec![
-                    OpSpec::Exec { comm: comm.into() },
-                    self.work(1.0),
+                    OpSpec::Exec {
+                        comm: t[2..].into(),
+                    },
+                    Self::tool_work(1.0),
                     OpSpec::Exit,
                 ],
             ));
         }
+        // a subshell: a fork of the script's shell that runs shell code and exits
+        tasks.push(child(
+            "c_sub",
+            vec![Self::shell_work(c.get("subshell_work_ms")), OpSpec::Exit],
+        ));
         let n = chunks as f64;
         let send = |ch: &str| OpSpec::Send { chan: ch.into() };
         let recv = |ch: &str| OpSpec::Recv { chan: ch.into() };
@@ -219,14 +277,22 @@ impl Gitsource {
                 ],
             )
         };
-        tasks.push(stage("p_src", "git", vec![self.work(n), send("pipe1")]));
-        tasks.push(stage("p_dst", "sed", vec![recv("pipe1"), self.work(n)]));
+        tasks.push(stage("p_src", "git", vec![self.git_work(n), send("pipe1")]));
+        tasks.push(stage(
+            "p_dst",
+            "sed",
+            vec![recv("pipe1"), Self::tool_work(n)],
+        ));
         tasks.push(stage(
             "p_mid",
             "sed",
-            vec![recv("pipe1"), self.work(n), send("pipe2")],
+            vec![recv("pipe1"), Self::tool_work(n), send("pipe2")],
         ));
-        tasks.push(stage("p_end", "grep", vec![recv("pipe2"), self.work(n)]));
+        tasks.push(stage(
+            "p_end",
+            "grep",
+            vec![recv("pipe2"), Self::tool_work(n)],
+        ));
 
         CustomWorkload {
             tasks,
