@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use super::constants::Constants;
-use super::kernbench::{child, mark, start_task};
+use super::kernbench::{child, mark, process, start_task};
 use super::spec::{ChannelSpec, CustomWorkload, Dist, OpSpec, TaskSpec};
 use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
@@ -63,7 +63,7 @@ pub fn info() -> WorkloadInfo {
 
 /// What a test block forks, one after another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cmd {
+enum Cmd {
     Git,
     Tool,
     Subshell,
@@ -105,7 +105,7 @@ fn spread(n: u32, per_block: f64) -> u32 {
 
 /// The single commands of block `b` (the pipeline's members not included): the measured counts
 /// per block less the pipeline's git and its 1.5 tools, interleaved.
-pub fn block_commands(b: u32) -> Vec<Cmd> {
+fn block_commands(b: u32) -> Vec<Cmd> {
     let c = consts();
     let kinds = [
         (Cmd::Subshell, c.get("subshells_per_block")),
@@ -236,25 +236,9 @@ impl Gitsource {
             prog.push(OpSpec::Exit);
             tasks.push(child(&format!("t{k}"), prog));
         }
-        tasks.push(child(
-            "c_git",
-            vec![
-                OpSpec::Exec { comm: "git".into() },
-                self.git_work(1.0),
-                OpSpec::Exit,
-            ],
-        ));
+        tasks.push(process("c_git", "git", self.git_work(1.0)));
         for t in TOOLS {
-            tasks.push(child(
-                t,
-                vec![
-                    OpSpec::Exec {
-                        comm: t[2..].into(),
-                    },
-                    Self::tool_work(1.0),
-                    OpSpec::Exit,
-                ],
-            ));
+            tasks.push(process(t, &t[2..], Self::tool_work(1.0)));
         }
         // a subshell: a fork of the script's shell that runs shell code and exits
         tasks.push(child(
