@@ -663,3 +663,41 @@ fn a_sleepers_part_larger_than_the_switch_is_an_error() {
         "{err}"
     );
 }
+
+/// The initial util_avg a new task gets on CPU 1 when that CPU's cfs_rq carries `util` and
+/// `load` (blocked averages of earlier tasks).
+fn initial_util(kernel: &str, util: u64, load: u64) -> u64 {
+    let shell = json!({"name": "shell", "start_cpu": 0, "program": [{"op": "sleep", "ns": 1_000_000u64}]});
+    let child = json!({"name": "child", "start": false, "program": [{"op": "exit"}]});
+    let mut sim = run(config(
+        smp(2, 1, KHZ, false),
+        custom(json!([shell, child]), json!([])),
+        kernel,
+        0.5,
+    ));
+    let prog = sim
+        .compiled
+        .programs
+        .iter()
+        .position(|p| p.name == "child")
+        .unwrap();
+    sim.rqs[1].cfs.avg.util_avg = util;
+    sim.rqs[1].cfs.avg.load_avg = load;
+    let t = sim.create_task(prog, None, 0);
+    sim.wake_up_new_task_on(t, 1, 0);
+    sim.tasks[t].se.avg.util_avg
+}
+
+#[test]
+fn a_new_tasks_util_follows_the_kernels_weight_scale() {
+    // post_init_entity_util_avg() extrapolates util × weight / (load + 1), capped at half the
+    // spare capacity. Until v6.10 the weight is se->load.weight, scale_load(1024) = 2^20 on
+    // 64 bits, against the unscaled load_avg, so the cap always wins: (1024 - 100) / 2 = 462.
+    // v6.10 (72bffbf57c52) uses se_weight() = 1024: 100 × 1024 / 1001 = 102.
+    assert_eq!(initial_util("6.9", 100, 1000), 462);
+    assert_eq!(initial_util("5.2", 100, 1000), 462);
+    assert_eq!(initial_util("6.10", 100, 1000), 102);
+    // Where the extrapolation exceeds the cap, both agree: 400 × 1024 / 401 > (1024 - 400) / 2.
+    assert_eq!(initial_util("6.10", 400, 400), 312);
+    assert_eq!(initial_util("6.9", 400, 400), 312);
+}

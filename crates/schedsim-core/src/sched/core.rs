@@ -152,8 +152,13 @@ impl Sim {
     fn init_entity_avg(&mut self, t: TaskId, cpu: usize) {
         let cfs = &self.rqs[cpu].cfs.avg;
         let w = self.tasks[t].se.weight;
+        let extrapolation_weight = if self.prof.post_init_scaled_weight {
+            w << pelt::SCHED_FIXEDPOINT_SHIFT
+        } else {
+            w
+        };
         let cap = self.capacity_of(cpu);
-        let util = pelt::post_init_util(cfs.util_avg, cfs.load_avg, w, cap);
+        let util = pelt::post_init_util(cfs.util_avg, cfs.load_avg, extrapolation_weight, cap);
         let avg = &mut self.tasks[t].se.avg;
         *avg = pelt::SchedAvg::default();
         avg.load_avg = w;

@@ -27,6 +27,9 @@
 /// Capacity and utilization scale: the biggest CPU at its maximum frequency is 1024.
 pub const SCHED_CAPACITY_SHIFT: u32 = 10;
 pub const SCHED_CAPACITY_SCALE: u64 = 1 << SCHED_CAPACITY_SHIFT;
+/// `scale_load()`'s shift: a 64-bit kernel keeps `load.weight` at this much more resolution
+/// than the PELT averages.
+pub const SCHED_FIXEDPOINT_SHIFT: u32 = 10;
 
 /// Half-life in periods: y^LOAD_AVG_PERIOD = 1/2.
 pub const LOAD_AVG_PERIOD: u64 = 32;
@@ -998,6 +1001,11 @@ mod tests {
         assert_eq!(post_init_util(1024, 1024, 1024, 1025), 0);
         // Little CPU, light task: 100 * 335 / 2049 = 16.
         assert_eq!(post_init_util(100, 2048, 335, 446), 16);
+        // Before v6.10 on 64 bits the weight is scale_load(1024) = 1,048,576: 300 * 1,048,576 /
+        // 1025 = 306,906, so the cap (1024 - 300) / 2 = 362 decides.
+        assert_eq!(post_init_util(300, 1024, 1024 << 10, 1024), 362);
+        // A lightly used idle CPU: 20 * 1,048,576 / 2049 = 10,235 > cap 502.
+        assert_eq!(post_init_util(20, 2048, 1024 << 10, 1024), 502);
     }
 
     const F: u32 = UTIL_AVG_UNCHANGED;

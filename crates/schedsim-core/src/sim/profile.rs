@@ -94,6 +94,12 @@ pub struct KernelProfile {
     /// CFS bandwidth period timers start at a random phase (41abdba9, v6.4+) instead of
     /// aligned at multiples of the period (feature `cfs_bw_timer_phase`).
     pub cfs_bw_interleave: bool,
+    /// `post_init_entity_util_avg` multiplies the cfs_rq's util by `se->load.weight`, which a
+    /// 64-bit kernel keeps scaled up by 1024 (`scale_load`) against the unscaled
+    /// `cfs_rq->avg.load_avg`, so the extrapolation always exceeds the cap and a new task
+    /// starts with half the CPU's spare capacity. v6.10 (72bffbf57c52, "sched/fair: Fix initial
+    /// util_avg calculation") uses the unscaled `se_weight()`.
+    pub post_init_scaled_weight: bool,
 }
 
 fn parse_version(s: &str) -> Result<(u32, u32), String> {
@@ -178,6 +184,7 @@ impl KernelProfile {
             busy_factor: if at_least(5, 10) { 16 } else { 32 },
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
             cfs_bw_interleave: at_least(6, 4),
+            post_init_scaled_weight: !at_least(6, 10),
         };
         for (name, value) in &spec.features {
             p.set_feature(name, value)?;
@@ -336,6 +343,17 @@ mod tests {
         assert!(p.util_est_v2);
         let old = KernelProfile::from_spec(&spec("5.2")).unwrap();
         assert!(old.pelt_runnable_weighted && !old.util_est_v2 && old.busy_factor == 32);
+        assert!(old.post_init_scaled_weight);
+        assert!(
+            KernelProfile::from_spec(&spec("6.9"))
+                .unwrap()
+                .post_init_scaled_weight
+        );
+        assert!(
+            !KernelProfile::from_spec(&spec("6.10"))
+                .unwrap()
+                .post_init_scaled_weight
+        );
     }
 
     #[test]
