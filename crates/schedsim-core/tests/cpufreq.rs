@@ -299,3 +299,58 @@ fn intel_pstate_drivers_start_every_cpu_at_the_lowest_p_state_and_acpi_cpufreq_a
         assert_eq!(sim.hw.cpu_req_khz[7], want_khz, "{driver}");
     }
 }
+
+/// One task on cpu0 running `share` of every `period_ms` at 3.9 GHz.
+fn periodic_share(period_ms: f64, share: f64) -> Value {
+    custom(
+        json!([{"name": "p", "cpus": [0], "start_cpu": 0, "program": [{"op": "loop", "count": -1, "body": [
+        {"op": "run", "cycles": share * period_ms * 3.9e6},
+        {"op": "timer", "period_ns": (period_ms * 1e6) as u64}]}]}]),
+        json!([]),
+    )
+}
+
+#[test]
+fn idles_shorter_than_a_tick_keep_the_cpu_busy_for_schedutil() {
+    // Since v4.17 menu keeps the tick for an idle it predicts shorter than a tick (4 ms at
+    // HZ=250), and tick_nohz_idle_stop_tick() is then not called, so ts->idle_calls does not
+    // move and sugov_cpu_is_busy() sees a CPU that never idled: non-invariant schedutil may
+    // raise its request but not lower it. A task busy 60 % of every period at 3.9 GHz: with
+    // 40 ms periods (8-16 ms idles, the tick stops) the request settles where the CPU is 80 %
+    // busy, 1.25 · 0.6 · 3.9 GHz ≈ 2.9 GHz; with 1 ms periods (0.2-0.4 ms idles) it keeps the
+    // top it climbed to while the CPU was saturated at the start.
+    let run_with = |period_ms: f64| {
+        run(cfg(
+            periodic_share(period_ms, 0.6),
+            "5.2",
+            "intel_cpufreq",
+            "schedutil",
+            "none",
+            3000.0,
+        ))
+    };
+    let short = run_with(1.0);
+    let long = run_with(40.0);
+    let entries = |s: &schedsim_core::Sim| s.rqs[0].idle_state_usage.iter().sum::<u64>();
+    assert!(
+        short.rqs[0].idle_calls * 3 < entries(&short),
+        "short idles: {} idle_calls for {} idle-state selections",
+        short.rqs[0].idle_calls,
+        entries(&short)
+    );
+    assert!(
+        long.rqs[0].idle_calls >= 70,
+        "long idles: {} idle_calls in 75 periods",
+        long.rqs[0].idle_calls
+    );
+    assert!(
+        busy_mhz(&short) > 3700.0,
+        "short: {:.0} MHz",
+        busy_mhz(&short)
+    );
+    assert!(
+        (2600.0..3400.0).contains(&busy_mhz(&long)),
+        "long: {:.0} MHz",
+        busy_mhz(&long)
+    );
+}

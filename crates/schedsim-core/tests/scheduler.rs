@@ -667,7 +667,8 @@ fn a_sleepers_part_larger_than_the_switch_is_an_error() {
 /// The initial util_avg a new task gets on CPU 1 when that CPU's cfs_rq carries `util` and
 /// `load` (blocked averages of earlier tasks).
 fn initial_util(kernel: &str, util: u64, load: u64) -> u64 {
-    let shell = json!({"name": "shell", "start_cpu": 0, "program": [{"op": "sleep", "ns": 1_000_000u64}]});
+    let shell =
+        json!({"name": "shell", "start_cpu": 0, "program": [{"op": "sleep", "ns": 1_000_000u64}]});
     let child = json!({"name": "child", "start": false, "program": [{"op": "exit"}]});
     let mut sim = run(config(
         smp(2, 1, KHZ, false),

@@ -673,7 +673,6 @@ impl Sim {
     fn enter_idle(&mut self, cpu: usize) {
         self.rqs[cpu].idle_kernel_cycles = 0.0;
         self.update_idle_rq_clock_pelt(cpu);
-        self.rqs[cpu].idle_calls += 1;
         self.idle_select_state(cpu);
         self.rqs[cpu].idle_stamp = self.now;
         let llc = self.topo.cpus[cpu].llc;
@@ -684,8 +683,17 @@ impl Sim {
     }
 
     /// Ask the idle governor for a state; stop the tick if it says so (NOHZ idle).
+    ///
+    /// `tick_nohz_idle_stop_tick()` counts `idle_calls` (what schedutil's busy check reads)
+    /// only when the tick is stopped or already was: since v4.17 the governor may keep the tick
+    /// for an idle period it predicts shorter than a tick, and such an idle leaves the CPU
+    /// "busy" to `sugov_cpu_is_busy()`. Before v4.17 every idle entry stopped the tick.
     fn idle_select_state(&mut self, cpu: usize) {
+        let tick_was_stopped = self.rqs[cpu].tick_ev.is_none();
         let (st, stop_tick) = self.cpuidle_select(cpu);
+        if stop_tick || tick_was_stopped || !self.prof.at_least(4, 17) {
+            self.rqs[cpu].idle_calls += 1;
+        }
         if stop_tick {
             if let Some(h) = self.rqs[cpu].tick_ev.take() {
                 self.events.cancel(h);

@@ -95,7 +95,8 @@ pub struct Rq {
     pub nr_iowait: u32,
     /// Idle time while some task waited for IO here (`iowait_sleeptime`).
     pub iowait_ns: u64,
-    /// Idle entries (`tick_nohz_get_idle_calls_cpu`).
+    /// Idle entries that stopped the tick or found it stopped (`ts->idle_calls`, read by
+    /// `tick_nohz_get_idle_calls_cpu`).
     pub idle_calls: u64,
     /// Work for the stopper thread, done at the next `schedule()` of this CPU.
     pub stopper: Option<Stopper>,
