@@ -24,6 +24,10 @@
 //!   the sleep length is not used (it counts as infinite, the next tick as half a period
 //!   away, the last bucket is used). The later fix that always queries the sleep length when the
 //!   tick is already stopped is applied from v6.6 too.
+//! - before v5.4 (32b91ca15353 "Allow tick to be stopped if PM QoS is used"): when the state
+//!   search stops at the latency limit (PM QoS, or the prediction divided by 1 + 10 × iowaiters)
+//!   the prediction becomes the chosen state's target residency, so the tick is kept whenever
+//!   that is shorter than a tick; the state-0 shortcut keeps the tick for a physical state too.
 //!
 //! Simplifications:
 //! - one algorithm (the ns-based v5.8–v6.12 code) serves all versions before v6.13; v5.3's
@@ -59,12 +63,19 @@ pub const MAX_INTERESTING_NS: u64 = 50_000 * NSEC_PER_USEC;
 pub const IOWAIT_REMOVED_IN: KernelVersion = (6, 13);
 /// First version that may skip the sleep length (5484e31bbbff).
 pub const SKIP_SLEEP_LENGTH_FROM: KernelVersion = (6, 6);
+/// First version in which a latency limit no longer keeps the tick (32b91ca15353, "cpuidle:
+/// menu: Allow tick to be stopped if PM QoS is used", v5.4).
+pub const LATENCY_STOPS_TICK_FROM: KernelVersion = (5, 4);
 
 /// Per-CPU menu governor state (`struct menu_device`).
 #[derive(Clone, Debug)]
 pub struct Menu {
     iowait: bool,
     skip_sleep_length: bool,
+    /// Before v5.4: a state search stopped by the latency limit predicts the chosen state's
+    /// target residency (so the tick is kept when that is shorter than a tick), and the
+    /// state-0 shortcut always keeps the tick.
+    latency_keeps_tick: bool,
     correction_factor: [u32; BUCKETS_WITH_IOWAIT],
     /// Recent measured idle durations, µs.
     intervals: [u32; INTERVALS],
@@ -85,6 +96,7 @@ impl Menu {
         Menu {
             iowait: version < IOWAIT_REMOVED_IN,
             skip_sleep_length: version >= SKIP_SLEEP_LENGTH_FROM,
+            latency_keeps_tick: version < LATENCY_STOPS_TICK_FROM,
             correction_factor: [RESOLUTION * DECAY; BUCKETS_WITH_IOWAIT],
             intervals: [0; INTERVALS],
             interval_ptr: 0,
@@ -254,10 +266,11 @@ impl IdleGovernor for Menu {
                 || latency_req < states[1].exit_latency_ns)
                 && !first.disabled)
         {
-            // State 0 will be used anyway; keep the tick only if it is a polling state.
+            // State 0 will be used anyway; keep the tick only if it is a polling state
+            // (before v5.4: always).
             return Selection {
                 state: 0,
-                stop_tick: !first.polling,
+                stop_tick: !first.polling && !self.latency_keeps_tick,
             };
         }
 
@@ -307,6 +320,11 @@ impl IdleGovernor for Menu {
                 };
             }
             if s.exit_latency_ns > latency_req {
+                if self.latency_keeps_tick {
+                    // Expect the chosen state's target residency, so that the tick is kept
+                    // as long as that is shorter than a tick.
+                    predicted_ns = states[cur].target_residency_ns;
+                }
                 break;
             }
             idx = Some(i);
@@ -417,11 +435,41 @@ mod tests {
     }
 
     #[test]
+    fn before_5_4_a_latency_limited_choice_keeps_the_tick() {
+        // 10 ms to the next timer with one task in iowait on this CPU: the prediction is 10 ms
+        // (bucket 10, unity factor), the latency limit 10 ms / (1 + 10) = 909 µs. C10 (exit
+        // 890 µs, target 5 ms) fits both: no latency break, the tick stops in every version.
+        let states = skylake_client_states();
+        let mut c = ctx(10 * MS);
+        c.nr_iowaiters = 1;
+        for version in [(5, 2), (5, 4)] {
+            assert_eq!(Menu::new(version).select(&states, &c), sel(C10, true));
+        }
+        // 4.5 ms: the search stops at C9 by its target residency (5 ms), not by latency; C8 is
+        // chosen and, being shallow with the tick running, predicts its own 800 µs, so every
+        // version keeps the tick.
+        c.sleep_length_ns = 4_500 * US;
+        for version in [(5, 2), (5, 4)] {
+            assert_eq!(Menu::new(version).select(&states, &c), sel(C8, false));
+        }
+        // Two iowaiters and 8 ms: limit 8 ms / 21 = 380 µs. C9 (exit 480 µs, target 5 ms ≤
+        // 8 ms) is excluded by latency with C8 (target 800 µs) chosen: v5.2 then predicts 800
+        // µs < 4 ms and keeps the tick (stepping down to a state that fits before the next
+        // tick, C8 fits); v5.4 keeps the 8 ms prediction and stops it.
+        c.sleep_length_ns = 8 * MS;
+        c.nr_iowaiters = 2;
+        assert_eq!(Menu::new((5, 2)).select(&states, &c), sel(C8, false));
+        assert_eq!(Menu::new((5, 4)).select(&states, &c), sel(C8, true));
+    }
+
+    #[test]
     fn state0_shortcut_stops_the_tick_for_a_physical_state() {
         // Without POLL, state 0 is a real C-state: menu lets the tick stop.
         let states: Vec<IdleState> = skylake_client_states().into_iter().skip(1).collect();
         let mut g = Menu::new((6, 1));
         assert_eq!(g.select(&states, &ctx(US)), sel(0, true));
+        // Before v5.4 the shortcut kept the tick whatever state 0 was.
+        assert_eq!(Menu::new((5, 2)).select(&states, &ctx(US)), sel(0, false));
     }
 
     #[test]
