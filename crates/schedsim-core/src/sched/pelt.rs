@@ -362,8 +362,8 @@ pub struct UtilEst {
 /// util_est generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UtilEstVersion {
-    /// v4.17–v6.7: `{enqueued, ewma}`, with the `UTIL_EST_FASTUP` feature (the `fastup`
-    /// argument). The "nothing changed" test on the last enqueued value is the v5.13+ form.
+    /// v4.17–v6.7: `{enqueued, ewma}`, with the `UTIL_EST_FASTUP` feature from v5.5 (the
+    /// `fastup` argument). The "nothing changed" test on the last enqueued value is the v5.13+ form.
     V1,
     /// v6.8: V1 plus the "task waited too long" runnable test (commit 50181c0cff31).
     V1Runnable,

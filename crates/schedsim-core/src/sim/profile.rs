@@ -158,7 +158,8 @@ impl KernelProfile {
             place_deadline_initial: true,
             run_to_parity: true,
             util_est: at_least(4, 17),
-            util_est_fastup: at_least(5, 0) && !at_least(6, 9),
+            // b8c96361402a (v5.5) added it; the v6.9 util_est rework removed it.
+            util_est_fastup: at_least(5, 5) && !at_least(6, 9),
             wa_idle: true,
             wa_weight: true,
             wa_bias: true,
@@ -344,6 +345,15 @@ mod tests {
         let old = KernelProfile::from_spec(&spec("5.2")).unwrap();
         assert!(old.pelt_runnable_weighted && !old.util_est_v2 && old.busy_factor == 32);
         assert!(old.post_init_scaled_weight);
+        assert!(!old.feat.util_est_fastup);
+        let v55 = KernelProfile::from_spec(&spec("5.5")).unwrap();
+        assert!(v55.feat.util_est_fastup);
+        assert!(
+            !KernelProfile::from_spec(&spec("6.9"))
+                .unwrap()
+                .feat
+                .util_est_fastup
+        );
         assert!(
             KernelProfile::from_spec(&spec("6.9"))
                 .unwrap()
