@@ -70,6 +70,34 @@ fn periodic_task_util_settles_at_the_pelt_closed_form() {
 }
 
 #[test]
+fn before_5_7_a_sleeping_tasks_load_leaves_the_runnable_load_at_once() {
+    // 8 ms every 16 ms, observed 4 ms into a sleep (62·16 + 12 ms). At the end of the run
+    // phase the task's load is the util closed form above, ≈ 554 at nice 0, and the idle
+    // CPU's cfs_rq has not been updated since the dequeue: load_avg still holds it as blocked
+    // load. v5.2 took the sleeper's runnable load off the cfs_rq at dequeue
+    // (`dequeue_runnable_load_avg`), so the balancer's `weighted_cpuload()` reads 0; v5.7+
+    // reads load_avg, blocked load included.
+    let y: f64 = 0.5f64.powf(1.0 / 32.0);
+    let (r, p) = (8.0e6 / 1024.0 / 1024.0, 16.0e6 / 1024.0 / 1024.0);
+    let peak = 1024.0 * (1.0 - y.powf(r)) / (1.0 - y.powf(p));
+    let w = json!({"name": "periodic", "params": {"tasks": 1, "period_ms": 16, "duty_pct": 50}});
+    for kernel in ["5.2", "6.12"] {
+        let sim = run(config(smp(1, 1, KHZ, false), w.clone(), kernel, 1004.0));
+        let load = sim.rqs[0].cfs.avg.load_avg as f64;
+        assert!(
+            (load / peak - 1.0).abs() < 0.03,
+            "{kernel}: load_avg {load}, closed form {peak:.1}"
+        );
+        let read = sim.cpu_load(0);
+        if kernel == "5.2" {
+            assert!(read <= 2, "5.2: runnable load {read}");
+        } else {
+            assert_eq!(read, sim.rqs[0].cfs.avg.load_avg, "6.12 reads load_avg");
+        }
+    }
+}
+
+#[test]
 fn a_waking_task_preempts_a_hog_unless_wakeup_preemption_is_off() {
     let sleeper = json!({"name": "sleeper", "program": [{"op": "loop", "count": -1, "body": [
         {"op": "sleep", "ns": 10_000_000}, {"op": "run", "cycles": cycles(0.1, KHZ)}]}]});
@@ -119,12 +147,43 @@ fn load_balancing_spreads_cpu_bound_tasks_to_idle_cpus() {
         let mut cpus: Vec<usize> = sim.tasks.iter().map(|t| t.cpu).collect();
         cpus.sort();
         assert_eq!(cpus, vec![0, 1, 2, 3], "{kernel}: final placement");
+        // before v5.5 an idle CPU pulls from a single-CPU group only once that group is
+        // overloaded (util above 1024 × 100 / 117 = 875), which takes CPU 0 tens of ms
+        let floor = if kernel == "5.2" { 0.75 } else { 0.9 };
         for c in 1..4 {
             let busy = sim.rqs[c].busy_ns as f64 / sim.now as f64;
-            assert!(busy > 0.9, "{kernel}: cpu{c} busy {busy:.2}");
+            assert!(busy > floor, "{kernel}: cpu{c} busy {busy:.2}");
         }
         assert!(sim.stats.migrations >= 3);
     }
+}
+
+#[test]
+fn before_5_5_an_idle_cpu_waits_for_an_overloaded_group() {
+    // Four hogs start on CPU 0 of four. Their initial utils sum to 512 + 256 + 128 + 64 = 960;
+    // the first pull takes one task's util away, leaving CPU 0 below 875 = 1024 × 100 / 117.
+    // v5.2's idle balance then sees a `group_other` with one idle CPU fewer than its own group
+    // (1 ≤ 0 + 1): balanced, until CPU 0's util climbs past 875. v5.5+ balances the task
+    // counts of single-CPU groups at once.
+    let hogs = || {
+        custom(
+            json!((0..4)
+                .map(|i| hog(&format!("hog{i}"), 0, Some(0)))
+                .collect::<Vec<_>>()),
+            json!([]),
+        )
+    };
+    let old = run(config(smp(4, 1, KHZ, false), hogs(), "5.2", 40.0));
+    assert!(
+        old.rqs[0].cfs.avg.util_avg < 875,
+        "5.2: cpu0 util {}",
+        old.rqs[0].cfs.avg.util_avg
+    );
+    let on_cpu0 = old.tasks.iter().filter(|t| t.cpu == 0).count();
+    assert_eq!(on_cpu0, 3, "5.2: one task pulled in 40 ms");
+    let new = run(config(smp(4, 1, KHZ, false), hogs(), "6.12", 40.0));
+    let on_cpu0 = new.tasks.iter().filter(|t| t.cpu == 0).count();
+    assert_eq!(on_cpu0, 1, "6.12: spread in 40 ms");
 }
 
 #[test]
@@ -496,11 +555,14 @@ fn hogs_on_one_node(kernel: &str, n: usize) -> Vec<usize> {
 fn numa_balancing_leaves_the_small_imbalance_of_each_version() {
     // Node 1 idle (8 idle CPUs), node 0 running n tasks (8 - n idle): an idle node-1 CPU's
     // balance sees more than one idle CPU of difference and an imbalance of n / 2 tasks.
-    // v5.5 moves one of two; v5.2 (fix_small_imbalance) and v5.6-v5.10 keep a node's two
-    // tasks and move one of three; from v5.11 a destination node that stays under a quarter
-    // busy (1 + 1 < 8 / 4 fails, 0 + 1 < 2 holds) keeps an imbalance of up to two tasks.
+    // v5.5 moves one of two; v5.6-v5.10 keep a node's two tasks and move one of three; from
+    // v5.11 a destination node that stays under a quarter busy (1 + 1 < 8 / 4 fails,
+    // 0 + 1 < 2 holds) keeps an imbalance of up to two tasks.
+    // v5.2: the child domain prefers siblings, so node 0 with two tasks more than node 1
+    // counts as overloaded; the imbalance is min(256 − 128, 128 − 0) × 8192 / 1024 = 1024,
+    // one task. With three, 2 against 1 is no longer two more: idle CPUs 7 ≤ 6 + 1, balanced.
     assert_eq!(hogs_on_one_node("5.5", 2), vec![0, 1], "5.5 splits a pair");
-    assert_eq!(hogs_on_one_node("5.2", 2), vec![0, 0], "5.2 keeps a pair");
+    assert_eq!(hogs_on_one_node("5.2", 2), vec![0, 1], "5.2 splits a pair");
     assert_eq!(hogs_on_one_node("5.6", 2), vec![0, 0], "5.6 keeps a pair");
     assert_eq!(
         hogs_on_one_node("5.2", 3),

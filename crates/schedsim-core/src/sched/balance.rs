@@ -6,11 +6,12 @@
 //! `can_migrate_task` (affinity, running, cache hot), and active balancing through a stopper
 //! that moves the running task.
 //!
-//! Simplifications: no misfit, asym-packing, SMT-balance or imbalanced-affinity group types yet
-//! (misfit comes with EAS); the NUMA imbalance left alone follows the version
-//! ([`NumaImbalance`]); before v5.5 the v5.10 form stands for the load-based
-//! `calculate_imbalance` (both move tasks towards a node with two idle CPUs more);
-//! the balancing work itself costs no simulated CPU time.
+//! Before v5.5 `find_busiest_group` is the load-based one of [`super::balance_load`], and
+//! `detach_tasks` moves a task whose load is at most twice the imbalance.
+//!
+//! Simplifications: no asym-packing, SMT-balance or imbalanced-affinity group types; the NUMA
+//! imbalance left alone follows the version ([`NumaImbalance`]); the balancing work itself
+//! costs no simulated CPU time.
 
 use super::rq::{IdleType, Stopper};
 use super::task::TaskId;
@@ -92,10 +93,10 @@ pub enum MigrationType {
 }
 
 /// The outcome of `find_busiest_group`.
-struct Imbalance {
-    group: usize,
-    mtype: MigrationType,
-    imbalance: i64,
+pub(super) struct Imbalance {
+    pub(super) group: usize,
+    pub(super) mtype: MigrationType,
+    pub(super) imbalance: i64,
 }
 
 impl Sim {
@@ -371,8 +372,24 @@ impl Sim {
         self.llc_nr_idle_scan[llc] = (y * w / 1024) as u32;
     }
 
-    /// `find_busiest_group()` + `calculate_imbalance()`.
+    /// `find_busiest_group()` + `calculate_imbalance()` of the profile's kernel: the
+    /// load-based form before v5.5 ([`super::balance_load`]), the group types after.
     fn find_busiest_group(
+        &mut self,
+        cpu: usize,
+        lvl: usize,
+        idle: IdleType,
+        excluded: &[usize],
+    ) -> Option<Imbalance> {
+        if self.prof.lb_load_based {
+            self.find_busiest_group_load(cpu, lvl, idle, excluded)
+        } else {
+            self.find_busiest_group_typed(cpu, lvl, idle, excluded)
+        }
+    }
+
+    /// `find_busiest_group()` + `calculate_imbalance()` from v5.5 (the v5.10 form).
+    fn find_busiest_group_typed(
         &mut self,
         cpu: usize,
         lvl: usize,
@@ -635,7 +652,14 @@ impl Sim {
                     if self.prof.feat.lb_min && load < 16 && failed == 0 {
                         continue;
                     }
-                    if (load >> failed.min(63)) as i64 > env.imbalance {
+                    // before v5.5 a task up to twice the imbalance moves; from v5.5 the
+                    // allowance grows with the failures instead
+                    let counted = if self.prof.lb_load_based {
+                        load / 2
+                    } else {
+                        load >> failed.min(63)
+                    };
+                    if counted as i64 > env.imbalance {
                         continue;
                     }
                     env.imbalance -= load as i64;
@@ -735,12 +759,20 @@ impl Sim {
         let by_failures = sd.nr_balance_failed > sd.cache_nice_tries + 2;
         let need_active = env.mtype == MigrationType::Misfit
             || (by_failures && (!self.prof.at_least(5, 12) || env.mtype == MigrationType::Task));
-        if need_active && self.active_balance(busiest, cpu) {
-            let sd = &mut self.domains[cpu][lvl];
+        let active = need_active && self.active_balance(busiest, cpu);
+        let sd = &mut self.domains[cpu][lvl];
+        if active {
             sd.nr_balance_failed = sd.cache_nice_tries + 1;
         }
-        let sd = &mut self.domains[cpu][lvl];
-        sd.balance_interval_ms = sd.min_interval_ms;
+        // an active balance forced by failures backs the interval off; a voluntary one (a
+        // misfit task) or a plain failure resets it
+        if active && env.mtype != MigrationType::Misfit {
+            if sd.balance_interval_ms < sd.max_interval_ms {
+                sd.balance_interval_ms *= 2;
+            }
+        } else {
+            sd.balance_interval_ms = sd.min_interval_ms;
+        }
         false
     }
 

@@ -159,11 +159,17 @@ impl Sim {
         };
         let cap = self.capacity_of(cpu);
         let util = pelt::post_init_util(cfs.util_avg, cfs.load_avg, extrapolation_weight, cap);
+        let kind = self.pelt_kind();
         let avg = &mut self.tasks[t].se.avg;
         *avg = pelt::SchedAvg::default();
         avg.load_avg = w;
         avg.util_avg = util;
-        avg.runnable_avg = util;
+        // init_entity_runnable_average(): the weighted runnable load starts at the weight, like
+        // load; the count-based runnable (v5.7+) starts at util
+        avg.runnable_avg = match kind {
+            pelt::RunnableKind::Weighted => w,
+            pelt::RunnableKind::Count => util,
+        };
     }
 
     /// `wake_up_new_task()`: fork balancing, initial PELT values, enqueue, preemption check.
@@ -372,15 +378,7 @@ impl Sim {
                 .avg
                 .update(last, 0, 0, 0, task.se.weight, task.se.weight, kind);
             let avg = task.se.avg;
-            avg.remove_from(&mut self.rqs[cpu].cfs.removed);
-        }
-    }
-
-    fn pelt_kind(&self) -> pelt::RunnableKind {
-        if self.prof.pelt_runnable_weighted {
-            pelt::RunnableKind::Weighted
-        } else {
-            pelt::RunnableKind::Count
+            avg.remove_from(&mut self.rqs[cpu].cfs.removed, kind);
         }
     }
 

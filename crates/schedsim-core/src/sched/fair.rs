@@ -53,7 +53,9 @@ impl Sim {
         }
     }
 
-    fn runnable_kind(&self) -> RunnableKind {
+    /// The layout of the second PELT signal: the weighted `runnable_load` before v5.7, the
+    /// count-based `runnable` from v5.7.
+    pub(crate) fn pelt_kind(&self) -> RunnableKind {
         if self.prof.pelt_runnable_weighted {
             RunnableKind::Weighted
         } else {
@@ -98,7 +100,7 @@ impl Sim {
     /// `update_load_avg(cfs_rq, se, flags)` for the root cfs_rq of `cpu`.
     pub fn update_load_avg(&mut self, cpu: usize, se: Option<TaskId>, f: UpdFlags) {
         let now = self.rqs[cpu].clock_pelt();
-        let kind = self.runnable_kind();
+        let kind = self.pelt_kind();
         if let Some(t) = se {
             let running = self.rqs[cpu].cfs.curr == Some(t);
             let task = &mut self.tasks[t];
@@ -130,7 +132,7 @@ impl Sim {
 
     /// `update_cfs_rq_load_avg()`: apply removed load, then accumulate the cfs_rq signal.
     pub fn update_cfs_rq_load_avg(&mut self, cpu: usize, now: u64) -> bool {
-        let kind = self.runnable_kind();
+        let kind = self.pelt_kind();
         let cfs = &mut self.rqs[cpu].cfs;
         let mut decayed = pelt::apply_removed(&mut cfs.avg, &mut cfs.removed);
         let runnable = match kind {
@@ -224,9 +226,15 @@ impl Sim {
         self.cpu_util(cpu, None, None, false)
     }
 
-    /// `cpu_load(rq)`: the root cfs_rq's load_avg.
+    /// `cpu_load(rq)`: the root cfs_rq's load_avg (v5.7+). Before v5.7 the same callers read
+    /// `weighted_cpuload()` / `cpu_runnable_load()`: the runnable load of the queued entities
+    /// only, without the blocked load of sleeping tasks.
     pub fn cpu_load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].cfs.avg.load_avg
+        let avg = &self.rqs[cpu].cfs.avg;
+        match self.pelt_kind() {
+            RunnableKind::Weighted => avg.runnable_avg,
+            RunnableKind::Count => avg.load_avg,
+        }
     }
 
     /// `capacity_of(cpu)`.
@@ -461,6 +469,11 @@ impl Sim {
                 ..UpdFlags::default()
             },
         );
+        if self.pelt_kind() == RunnableKind::Weighted {
+            let w = self.tasks[t].se.weight;
+            let avg = self.tasks[t].se.avg;
+            avg.enqueue_runnable_load(&mut self.rqs[cpu].cfs.avg, w);
+        }
         if self.prof.feat.util_est {
             self.rqs[cpu].cfs.util_est += self.own_util_est(t);
         }
@@ -538,6 +551,7 @@ impl Sim {
         } else {
             None
         };
+        let weighted = self.pelt_kind() == RunnableKind::Weighted;
         let se = &mut self.tasks[t].se;
         if se.avg.last_update_time != 0 {
             let cfs = &mut self.rqs[cpu].cfs.avg;
@@ -546,6 +560,16 @@ impl Sim {
             se.avg.load_avg = w * se.avg.load_sum / se.avg.divider();
             cfs.load_avg += se.avg.load_avg;
             cfs.load_sum += w * se.avg.load_sum;
+            if weighted {
+                // the runnable load is re-weighted too, and re-queued at the new weight
+                if on_rq {
+                    se.avg.dequeue_runnable_load(cfs, old);
+                }
+                se.avg.runnable_avg = w * se.avg.runnable_sum / se.avg.divider();
+                if on_rq {
+                    se.avg.enqueue_runnable_load(cfs, w);
+                }
+            }
         }
         if let Some(v) = v_avg {
             let lag = v - se.vruntime as i128;
@@ -578,6 +602,11 @@ impl Sim {
                 ..UpdFlags::default()
             },
         );
+        if self.pelt_kind() == RunnableKind::Weighted {
+            let w = self.tasks[t].se.weight;
+            let avg = self.tasks[t].se.avg;
+            avg.dequeue_runnable_load(&mut self.rqs[cpu].cfs.avg, w);
+        }
         if self.prof.feat.util_est {
             let own = self.own_util_est(t);
             let cfs = &mut self.rqs[cpu].cfs;

@@ -1,6 +1,7 @@
 //! The scheduler: tasks, runqueues, the fair class (CFS and EEVDF flavours) with PELT, wakeup
 //! placement, load balancing over scheduling domains (spec/kernel.md §1, §8).
 pub mod balance;
+pub mod balance_load;
 pub mod bandwidth;
 pub mod cgroup;
 pub mod core;

@@ -16,7 +16,9 @@
 //! - Every sum is a `u64`. The kernel keeps `util_sum` in a `u32` and clamps with
 //!   `max_t(u32, ...)`, which only differs once a sum exceeds 2^32 (a cfs_rq `load_sum` with
 //!   about 90 nice-0 tasks); we do not reproduce that truncation.
-//! - Attach/detach/removal use the v5.7+ (count-based `runnable`) layout for `runnable_*`.
+//! - Attach/detach/removal move `runnable_*` with load and util in the v5.7+ (count-based)
+//!   layout; in the v5.1–v5.6 (weighted `runnable_load`) layout the cfs_rq carries only the
+//!   queued entities' runnable load, added and taken at enqueue and dequeue.
 //! - Consumers (`cpu_util`, §1.10) and cfs_rq util_est sums live with the scheduler.
 //!
 //! Where this differs from the spec's pseudo-code, the kernel is followed: in `accumulate_sum`
@@ -253,12 +255,6 @@ impl SchedAvg {
         self.last_update_time = cfs.last_update_time;
         self.period_contrib = cfs.period_contrib;
         self.util_sum = self.util_avg * divider;
-        // the weighted runnable_load (v5.1–v5.6) is kept like load: sum × weight in the cfs_rq
-        let runnable_mult = match kind {
-            RunnableKind::Count => 1,
-            RunnableKind::Weighted => se_weight.max(1),
-        };
-        self.runnable_sum = (self.runnable_avg * divider / runnable_mult).max(1);
         let load_sum = self.load_avg * divider;
         self.load_sum = if se_weight < load_sum {
             load_sum / se_weight.max(1)
@@ -271,8 +267,29 @@ impl SchedAvg {
         cfs.load_sum += se_weight * self.load_sum;
         cfs.util_avg += self.util_avg;
         cfs.util_sum += self.util_sum;
+        match kind {
+            RunnableKind::Count => {
+                self.runnable_sum = (self.runnable_avg * divider).max(1);
+                cfs.runnable_avg += self.runnable_avg;
+                cfs.runnable_sum += self.runnable_sum;
+            }
+            // v5.1–v5.6: `runnable_load_sum = load_sum`; the runnable load joins the cfs_rq
+            // at enqueue ([`SchedAvg::enqueue_runnable_load`]), not at attach
+            RunnableKind::Weighted => self.runnable_sum = self.load_sum,
+        }
+    }
+
+    /// `enqueue_runnable_load_avg()` (v5.1–v5.6): a queued entity's runnable load counts in the
+    /// cfs_rq's `runnable_load_avg` only while it is queued.
+    pub fn enqueue_runnable_load(&self, cfs: &mut SchedAvg, se_weight: u64) {
         cfs.runnable_avg += self.runnable_avg;
-        cfs.runnable_sum += runnable_mult * self.runnable_sum;
+        cfs.runnable_sum += se_weight * self.runnable_sum;
+    }
+
+    /// `dequeue_runnable_load_avg()` (v5.1–v5.6), each value clamped at 0.
+    pub fn dequeue_runnable_load(&self, cfs: &mut SchedAvg, se_weight: u64) {
+        sub_positive(&mut cfs.runnable_avg, self.runnable_avg);
+        sub_positive(&mut cfs.runnable_sum, se_weight * self.runnable_sum);
     }
 
     /// `detach_entity_load_avg` (with `dequeue_load_avg`): subtract `self` from `cfs`, each
@@ -280,10 +297,6 @@ impl SchedAvg {
     /// is v5.18+, util/runnable v5.17+). `se_weight` is needed because the cfs_rq's
     /// `load_sum` holds `weight * load_sum` of each entity.
     pub fn detach_from(&self, cfs: &mut SchedAvg, se_weight: u64, kind: RunnableKind) {
-        let runnable_mult = match kind {
-            RunnableKind::Count => 1,
-            RunnableKind::Weighted => se_weight.max(1),
-        };
         sub_positive(&mut cfs.load_avg, self.load_avg);
         sub_positive(&mut cfs.load_sum, se_weight * self.load_sum);
         floor_sum(&mut cfs.load_sum, cfs.load_avg);
@@ -292,18 +305,22 @@ impl SchedAvg {
         sub_positive(&mut cfs.util_sum, self.util_sum);
         floor_sum(&mut cfs.util_sum, cfs.util_avg);
 
-        sub_positive(&mut cfs.runnable_avg, self.runnable_avg);
-        sub_positive(&mut cfs.runnable_sum, runnable_mult * self.runnable_sum);
-        floor_sum(&mut cfs.runnable_sum, cfs.runnable_avg);
+        if kind == RunnableKind::Count {
+            sub_positive(&mut cfs.runnable_avg, self.runnable_avg);
+            sub_positive(&mut cfs.runnable_sum, self.runnable_sum);
+            floor_sum(&mut cfs.runnable_sum, cfs.runnable_avg);
+        }
     }
 
     /// `remove_entity_load_avg`, after the caller has synced `self` to the source cfs_rq's
     /// `last_update_time` (a blocked update: load = runnable = running = 0).
-    pub fn remove_from(&self, removed: &mut RemovedAvg) {
+    pub fn remove_from(&self, removed: &mut RemovedAvg, kind: RunnableKind) {
         removed.nr += 1;
         removed.util_avg += self.util_avg;
         removed.load_avg += self.load_avg;
-        removed.runnable_avg += self.runnable_avg;
+        if kind == RunnableKind::Count {
+            removed.runnable_avg += self.runnable_avg;
+        }
     }
 }
 
@@ -957,7 +974,7 @@ mod tests {
             load_avg: 1024,
             ..SchedAvg::default()
         }
-        .remove_from(&mut removed);
+        .remove_from(&mut removed, RunnableKind::Count);
         assert_eq!(removed.nr, 1);
         assert!(apply_removed(&mut cfs, &mut removed));
         assert_eq!(removed, RemovedAvg::default());

@@ -100,6 +100,10 @@ pub struct KernelProfile {
     /// starts with half the CPU's spare capacity. v6.10 (72bffbf57c52, "sched/fair: Fix initial
     /// util_avg calculation") uses the unscaled `se_weight()`.
     pub post_init_scaled_weight: bool,
+    /// The load balancer compares groups by runnable load per capacity and moves weighted
+    /// load (`calculate_imbalance`/`fix_small_imbalance`), as before the v5.5 rework
+    /// (0b0695f2b34a, "sched/fair: Rework load_balance"); see `sched::balance_load`.
+    pub lb_load_based: bool,
 }
 
 fn parse_version(s: &str) -> Result<(u32, u32), String> {
@@ -186,6 +190,7 @@ impl KernelProfile {
             imbalance_pct_pkg: if at_least(5, 10) { 117 } else { 125 },
             cfs_bw_interleave: at_least(6, 4),
             post_init_scaled_weight: !at_least(6, 10),
+            lb_load_based: !at_least(5, 5),
         };
         for (name, value) in &spec.features {
             p.set_feature(name, value)?;
@@ -348,6 +353,7 @@ mod tests {
         assert!(!old.feat.util_est_fastup);
         let v55 = KernelProfile::from_spec(&spec("5.5")).unwrap();
         assert!(v55.feat.util_est_fastup);
+        assert!(old.lb_load_based && !v55.lb_load_based);
         assert!(
             !KernelProfile::from_spec(&spec("6.9"))
                 .unwrap()
