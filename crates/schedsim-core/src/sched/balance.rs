@@ -13,6 +13,7 @@
 //! imbalance left alone follows the version ([`NumaImbalance`]); the balancing work itself
 //! costs no simulated CPU time.
 
+use super::domain::SchedDomain;
 use super::rq::{IdleType, Stopper};
 use super::task::TaskId;
 use crate::engine::Sim;
@@ -97,6 +98,20 @@ pub(super) struct Imbalance {
     pub(super) group: usize,
     pub(super) mtype: MigrationType,
     pub(super) imbalance: i64,
+}
+
+/// The balance interval after a `load_balance` that moved nothing: a plain failure or a
+/// voluntary active balance (a misfit task) resets it; an active balance forced by failures
+/// backs it off before v5.12 and leaves it from v5.12 (e9b9734b7465, "sched/fair: Reduce cases
+/// for active balance").
+fn interval_after_failure(sd: &SchedDomain, active: bool, voluntary: bool, v5_12: bool) -> u64 {
+    if !active || voluntary {
+        sd.min_interval_ms
+    } else if !v5_12 && sd.balance_interval_ms < sd.max_interval_ms {
+        sd.balance_interval_ms * 2
+    } else {
+        sd.balance_interval_ms
+    }
 }
 
 impl Sim {
@@ -764,15 +779,12 @@ impl Sim {
         if active {
             sd.nr_balance_failed = sd.cache_nice_tries + 1;
         }
-        // an active balance forced by failures backs the interval off; a voluntary one (a
-        // misfit task) or a plain failure resets it
-        if active && env.mtype != MigrationType::Misfit {
-            if sd.balance_interval_ms < sd.max_interval_ms {
-                sd.balance_interval_ms *= 2;
-            }
-        } else {
-            sd.balance_interval_ms = sd.min_interval_ms;
-        }
+        sd.balance_interval_ms = interval_after_failure(
+            sd,
+            active,
+            env.mtype == MigrationType::Misfit,
+            self.prof.at_least(5, 12),
+        );
         false
     }
 
@@ -805,5 +817,50 @@ impl Sim {
         self.rqs[src].stopper = Some(Stopper::PushAny { dst });
         self.queue_schedule(src);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::domain::Level;
+
+    fn domain(interval: u64) -> SchedDomain {
+        SchedDomain {
+            level: Level::Mc,
+            span: vec![0, 1, 2, 3],
+            groups: vec![vec![0], vec![1], vec![2], vec![3]],
+            imbalance_pct: 117,
+            cache_nice_tries: 1,
+            busy_factor: 32,
+            min_interval_ms: 4,
+            max_interval_ms: 8,
+            balance_interval_ms: interval,
+            nr_balance_failed: 0,
+            last_balance: 0,
+            max_newidle_lb_cost: 0,
+            next_decay_max_lb_cost: 0,
+            share_cpucapacity: false,
+            share_llc: true,
+            numa: false,
+            prefer_sibling: false,
+            balance_fork: true,
+            wake_affine: true,
+            asym_cpucapacity: false,
+        }
+    }
+
+    #[test]
+    fn a_forced_active_balance_backs_the_interval_off_before_5_12() {
+        // min 4 ms, max 8 ms (sd_weight 4): a failure resets to 4; a forced active balance
+        // doubles 4 to 8 and stops at 8 before v5.12, leaves 4 or 8 as they are from v5.12;
+        // a misfit task's active balance resets.
+        assert_eq!(interval_after_failure(&domain(8), false, false, false), 4);
+        assert_eq!(interval_after_failure(&domain(4), true, false, false), 8);
+        assert_eq!(interval_after_failure(&domain(8), true, false, false), 8);
+        assert_eq!(interval_after_failure(&domain(4), true, false, true), 4);
+        assert_eq!(interval_after_failure(&domain(8), true, false, true), 8);
+        assert_eq!(interval_after_failure(&domain(8), true, true, false), 4);
+        assert_eq!(interval_after_failure(&domain(8), true, true, true), 4);
     }
 }

@@ -15,17 +15,17 @@ pub enum FairFlavor {
     Eevdf,
 }
 
-/// The small imbalance between NUMA nodes that load balancing leaves alone, by version.
+/// The small imbalance between NUMA nodes that the v5.5+ load balancer leaves alone, by
+/// version. (Before v5.5 the load-based balancer of `sched::balance_load` has no such rule: a
+/// node with two tasks more than an idle one counts as overloaded and gives one up.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumaImbalance {
     /// v5.5: none. The load-balancer rewrite (0b0695f2b34a) evens out idle CPUs between nodes
     /// however lightly loaded, which split communicating pairs ("NUMA over-balancing").
     None,
-    /// Before v5.5 and in v5.6-v5.10: a source node running at most two tasks keeps them
-    /// (v5.6's fix, "Allow a small load imbalance between low utilisation SD_NUMA domains",
-    /// `busiest->sum_nr_running <= 2`). Before v5.5 the load-based `calculate_imbalance`
-    /// declined such a move in `fix_small_imbalance` (moving one of two tasks to an empty node
-    /// does not raise the throughput it estimates); the model uses v5.6's rule for it.
+    /// v5.6-v5.10: a source node running at most two tasks keeps them (v5.6's fix, "Allow a
+    /// small load imbalance between low utilisation SD_NUMA domains",
+    /// `busiest->sum_nr_running <= 2`).
     SmallSource,
     /// From v5.11: a destination node whose running tasks, with the moved one, stay under a
     /// quarter of its CPUs keeps an imbalance of up to two tasks (`adjust_numa_imbalance`
