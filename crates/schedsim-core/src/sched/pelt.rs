@@ -923,6 +923,47 @@ mod tests {
     }
 
     #[test]
+    fn weighted_runnable_load_joins_at_enqueue_and_leaves_at_dequeue() {
+        // v5.1-v5.6: attach adds load and util only, and resets runnable_load_sum to the
+        // rebuilt load_sum (300 × divider / 1024); enqueue adds the runnable load, dequeue
+        // takes exactly that off again.
+        let cfs0 = some_cfs();
+        let mut cfs = cfs0;
+        let mut se = SchedAvg {
+            util_avg: 200,
+            runnable_avg: 250,
+            load_avg: 300,
+            ..SchedAvg::default()
+        };
+        se.attach_to(&mut cfs, NICE_0, RunnableKind::Weighted);
+        let div = cfs0.divider();
+        assert_eq!(se.runnable_sum, 300 * div / 1024);
+        assert_eq!(se.runnable_sum, se.load_sum);
+        assert_eq!(
+            (cfs.runnable_avg, cfs.runnable_sum),
+            (cfs0.runnable_avg, cfs0.runnable_sum)
+        );
+        assert_eq!(cfs.load_avg, cfs0.load_avg + 300);
+        se.enqueue_runnable_load(&mut cfs, NICE_0);
+        assert_eq!(cfs.runnable_avg, cfs0.runnable_avg + 250);
+        assert_eq!(
+            cfs.runnable_sum,
+            cfs0.runnable_sum + NICE_0 * se.runnable_sum
+        );
+        se.dequeue_runnable_load(&mut cfs, NICE_0);
+        assert_eq!(
+            (cfs.runnable_avg, cfs.runnable_sum),
+            (cfs0.runnable_avg, cfs0.runnable_sum)
+        );
+        // detach and removal leave the runnable load alone
+        se.detach_from(&mut cfs, NICE_0, RunnableKind::Weighted);
+        assert_eq!(cfs, cfs0);
+        let mut removed = RemovedAvg::default();
+        se.remove_from(&mut removed, RunnableKind::Weighted);
+        assert_eq!((removed.runnable_avg, removed.load_avg), (0, 300));
+    }
+
+    #[test]
     fn attach_tiny_load_sum_is_one() {
         let mut cfs = SchedAvg::default();
         let mut se = SchedAvg::default();
