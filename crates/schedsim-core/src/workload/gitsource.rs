@@ -85,14 +85,10 @@ pub fn cycles_per_ms() -> f64 {
     c.get("measure_clock_mhz") * 1e3 * c.get("measure_ipc_ratio")
 }
 
-/// A lognormal with the given mean (cycles) and sigma.
+/// Work drawn from a lognormal with the given mean (cycles) and sigma.
 fn lognormal(mean: f64, sigma: f64) -> OpSpec {
     OpSpec::RunDist {
-        dist: Dist::LogNormal {
-            mu: -sigma * sigma / 2.0,
-            sigma,
-            scale: mean,
-        },
+        dist: Dist::lognormal_with_mean(mean, sigma),
         stall_ns: 0.0,
     }
 }

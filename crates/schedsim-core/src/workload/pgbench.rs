@@ -238,12 +238,7 @@ impl Pgbench {
                 });
             }
             body.push(OpSpec::RunDist {
-                dist: Dist::LogNormal {
-                    mu: 0.0,
-                    sigma: self.sigma,
-                    // mean-preserving: E[exp(N(0, s))] = exp(s^2 / 2)
-                    scale: s.cycles * (-self.sigma * self.sigma / 2.0).exp(),
-                },
+                dist: Dist::lognormal_with_mean(s.cycles, self.sigma),
                 stall_ns: 0.0,
             });
             if s.commit {

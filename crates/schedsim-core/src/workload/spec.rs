@@ -283,6 +283,16 @@ pub enum Dist {
 }
 
 impl Dist {
+    /// A lognormal with the given mean and spread: mu = −sigma² / 2, so that
+    /// E[exp(N(mu, sigma))] = 1 and the draws average `mean`.
+    pub fn lognormal_with_mean(mean: f64, sigma: f64) -> Dist {
+        Dist::LogNormal {
+            mu: -sigma * sigma / 2.0,
+            sigma,
+            scale: mean,
+        }
+    }
+
     /// Check the parameters: every draw must be finite and non-negative.
     pub fn validate(&self) -> Result<(), String> {
         let ok = match self {
@@ -313,5 +323,26 @@ impl Dist {
             Dist::Exponential { mean } => rng.exp(*mean),
             Dist::LogNormal { mu, sigma, scale } => scale * rng.lognormal(*mu, *sigma),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::rng::RngStream;
+
+    #[test]
+    fn a_lognormal_with_mean_averages_that_mean() {
+        // sigma 0.8: the draws' standard deviation is 1000 × sqrt(e^0.64 − 1) ≈ 947, so the
+        // mean of 200,000 draws has a standard error of ≈ 2.1; its median is
+        // 1000 × e^(−0.32) ≈ 726.
+        let d = Dist::lognormal_with_mean(1000.0, 0.8);
+        let mut rng = RngStream::new(7, "lognormal");
+        let mut draws: Vec<f64> = (0..200_000).map(|_| d.sample(&mut rng)).collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean / 1000.0 - 1.0).abs() < 0.01, "mean {mean}");
+        draws.sort_by(f64::total_cmp);
+        let median = draws[draws.len() / 2];
+        assert!((median / 726.1 - 1.0).abs() < 0.02, "median {median}");
     }
 }
