@@ -396,6 +396,10 @@ impl Sim {
         idle: IdleType,
         excluded: &[usize],
     ) -> Option<Imbalance> {
+        if lvl + 1 == self.domains[cpu].len() {
+            // update_sd_lb_stats() at the root domain rewrites the overutilized flag
+            self.refresh_overutilized();
+        }
         if self.prof.lb_load_based {
             self.find_busiest_group_load(cpu, lvl, idle, excluded)
         } else {
@@ -422,10 +426,6 @@ impl Sim {
         if idle != IdleType::NewlyIdle {
             let sum_util: u64 = stats.iter().map(|s| s.util).sum();
             self.update_idle_cpu_scan(cpu, lvl, sum_util);
-        }
-        if lvl + 1 == self.domains[cpu].len() {
-            // update_sd_lb_stats() at the root domain rewrites the overutilized flag
-            self.refresh_overutilized();
         }
         let local = stats[0];
         let dst_cap = self.capacity_of(cpu);

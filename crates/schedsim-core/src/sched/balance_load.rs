@@ -228,10 +228,6 @@ impl Sim {
             .iter()
             .map(|g| self.sg_lb_stats_load(g, pct, asym, excluded))
             .collect();
-        if lvl + 1 == self.domains[cpu].len() {
-            // update_sd_lb_stats() at the root domain rewrites the overutilized flag
-            self.refresh_overutilized();
-        }
         let local = stats[0];
         let mut busiest: Option<usize> = None;
         for i in 1..stats.len() {
