@@ -187,6 +187,36 @@ fn before_5_5_an_idle_cpu_waits_for_an_overloaded_group() {
 }
 
 #[test]
+fn new_idle_balance_pulls_one_task_only_on_a_preemptible_kernel() {
+    // Four hogs start on CPU 0 of two; CPU 1's task sleeps after 0.2 ms, before any tick, and
+    // its new-idle balance runs. v5.2's load-based balancer finds CPU 0 overloaded (4 tasks,
+    // util 512 + 256 + 128 + 64 = 960 > 1024 × 100 / 117) and CPU 1 with capacity: the
+    // imbalance is min(4096 − 2048, 2048 − 0) × 1024 / 1024 = 2048, two tasks' load of 1024.
+    // Three hogs have not run yet (not cache hot). detach_tasks takes both on a voluntary
+    // kernel; with CONFIG_PREEMPTION it stops after the first.
+    let w = || {
+        let mut tasks: Vec<serde_json::Value> = (0..4)
+            .map(|i| hog(&format!("hog{i}"), 0, Some(0)))
+            .collect();
+        tasks.push(json!({"name": "sleeper", "start_cpu": 1, "program": [
+            {"op": "run", "cycles": cycles(0.2, KHZ)}, {"op": "sleep", "ns": 1_000_000_000u64}]}));
+        custom(json!(tasks), json!([]))
+    };
+    let hogs_on_cpu1 = |sim: &schedsim_core::engine::Sim| {
+        sim.tasks
+            .iter()
+            .filter(|t| t.comm.starts_with("hog") && t.cpu == 1)
+            .count()
+    };
+    let voluntary = run(config(smp(2, 1, KHZ, false), w(), "5.2", 1.0));
+    assert_eq!(hogs_on_cpu1(&voluntary), 2, "5.2, voluntary preemption");
+    let mut cfg = config(smp(2, 1, KHZ, false), w(), "5.2", 1.0);
+    cfg.kernel.features.insert("preempt".into(), json!("full"));
+    let full = run(cfg);
+    assert_eq!(hogs_on_cpu1(&full), 1, "5.2, CONFIG_PREEMPT");
+}
+
+#[test]
 fn a_waking_task_goes_to_an_idle_core_before_an_idle_smt_sibling() {
     // 2 cores × 2 threads: core 0 = {0, 2}, core 1 = {1, 3}. A hog is pinned on cpu0.
     let probe = json!({"name": "probe", "start_cpu": 0, "program": [{"op": "sleep", "ns": 5_000_000_000u64}]});

@@ -696,7 +696,10 @@ impl Sim {
             }
             self.move_queued_task(t, src, dst);
             moved += 1;
-            if idle == IdleType::NewlyIdle || env.imbalance <= 0 {
+            // CONFIG_PREEMPTION: new-idle balancing stops after the first task it detaches
+            if (idle == IdleType::NewlyIdle && self.prof.preempt.config_preemption())
+                || env.imbalance <= 0
+            {
                 break;
             }
         }

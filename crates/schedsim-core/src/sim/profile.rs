@@ -45,6 +45,39 @@ impl NumaImbalance {
     }
 }
 
+/// The kernel's preemption model (`kernel/Kconfig.preempt`). Only whether `CONFIG_PREEMPTION`
+/// is set matters to the model: a preemptible kernel stops new-idle balancing after the first
+/// task it detaches (`detach_tasks`, "NEWIDLE balancing is a source of latency").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preemption {
+    /// `CONFIG_PREEMPT_NONE`.
+    None,
+    /// `CONFIG_PREEMPT_VOLUNTARY`: the distribution kernels' choice before `PREEMPT_DYNAMIC`.
+    Voluntary,
+    /// `CONFIG_PREEMPT`.
+    Full,
+    /// `CONFIG_PREEMPT_DYNAMIC` (v5.12+, on by default where the architecture supports it): the
+    /// model is chosen at boot, but the build selects `CONFIG_PREEMPTION` whatever it is.
+    Dynamic,
+}
+
+impl Preemption {
+    /// v5.12 (`PREEMPT_DYNAMIC`, default y on x86) builds every kernel with
+    /// `CONFIG_PREEMPTION`; before it distributions shipped voluntary preemption.
+    pub fn for_version(v: (u32, u32)) -> Self {
+        if v >= (5, 12) {
+            Preemption::Dynamic
+        } else {
+            Preemption::Voluntary
+        }
+    }
+
+    /// `IS_ENABLED(CONFIG_PREEMPTION)`.
+    pub fn config_preemption(self) -> bool {
+        matches!(self, Preemption::Full | Preemption::Dynamic)
+    }
+}
+
 /// Boolean scheduler features, named as in `kernel/sched/features.h`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedFeatures {
@@ -91,6 +124,8 @@ pub struct KernelProfile {
     pub busy_factor: u32,
     /// imbalance_pct above the LLC (125 before v5.10, then 117).
     pub imbalance_pct_pkg: u32,
+    /// The preemption model the kernel was built with (feature `preempt`).
+    pub preempt: Preemption,
     /// CFS bandwidth period timers start at a random phase (41abdba9, v6.4+) instead of
     /// aligned at multiples of the period (feature `cfs_bw_timer_phase`).
     pub cfs_bw_interleave: bool,
@@ -144,6 +179,7 @@ const ENUM_FEATURES: &[(&str, &[&str])] = &[
     ("fair", &["cfs", "eevdf"]),
     ("feec", &["pre-5.4", "per-pd"]),
     ("cfs_bw_timer_phase", &["aligned", "interleaved"]),
+    ("preempt", &["none", "voluntary", "full", "dynamic"]),
 ];
 
 impl KernelProfile {
@@ -191,6 +227,7 @@ impl KernelProfile {
             cfs_bw_interleave: at_least(6, 4),
             post_init_scaled_weight: !at_least(6, 10),
             lb_load_based: !at_least(5, 5),
+            preempt: Preemption::for_version(version),
         };
         for (name, value) in &spec.features {
             p.set_feature(name, value)?;
@@ -206,6 +243,14 @@ impl KernelProfile {
                     "features.{key} = {value}: allowed values are {}",
                     allowed.join(", ")
                 ));
+            }
+            if *key == "preempt" {
+                self.preempt = match v {
+                    "none" => Preemption::None,
+                    "voluntary" => Preemption::Voluntary,
+                    "full" => Preemption::Full,
+                    _ => Preemption::Dynamic,
+                };
             }
             if *key == "cfs_bw_timer_phase" {
                 self.cfs_bw_interleave = v == "interleaved";
@@ -370,6 +415,41 @@ mod tests {
                 .unwrap()
                 .post_init_scaled_weight
         );
+    }
+
+    #[test]
+    fn preemption_model_by_version_and_override() {
+        // distribution kernels: voluntary preemption before PREEMPT_DYNAMIC (v5.12), which
+        // builds CONFIG_PREEMPTION into every kernel
+        let v52 = KernelProfile::from_spec(&spec("5.2")).unwrap();
+        assert_eq!(v52.preempt, Preemption::Voluntary);
+        assert!(!v52.preempt.config_preemption());
+        assert_eq!(
+            KernelProfile::from_spec(&spec("5.11")).unwrap().preempt,
+            Preemption::Voluntary
+        );
+        let v512 = KernelProfile::from_spec(&spec("5.12")).unwrap();
+        assert_eq!(v512.preempt, Preemption::Dynamic);
+        assert!(v512.preempt.config_preemption());
+        let mut full = spec("5.2");
+        full.features
+            .insert("preempt".into(), serde_json::json!("full"));
+        assert!(KernelProfile::from_spec(&full)
+            .unwrap()
+            .preempt
+            .config_preemption());
+        let mut none = spec("6.12");
+        none.features
+            .insert("preempt".into(), serde_json::json!("none"));
+        assert!(!KernelProfile::from_spec(&none)
+            .unwrap()
+            .preempt
+            .config_preemption());
+        let mut bad = spec("6.12");
+        bad.features
+            .insert("preempt".into(), serde_json::json!("rt"));
+        let e = KernelProfile::from_spec(&bad).unwrap_err();
+        assert!(e.contains("preempt") && e.contains("voluntary"), "{e}");
     }
 
     #[test]
