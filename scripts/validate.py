@@ -469,7 +469,7 @@ def _headline_row(label: str, h: dict[str, Any]) -> str:
     if not h["cells"]:
         return f"| {label} | 0 | - | - |"
     return (
-        f"| {label} | {h['cells']} | {h['direction_agree']:.1%} | {h['median_ratio_error']:.3f} |"
+        f"| {label} | {h['cells']} | {h['direction_agree']:.1%} | {h['median_ratio_error']:.4f} |"
     )
 
 
