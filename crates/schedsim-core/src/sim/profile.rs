@@ -431,24 +431,15 @@ mod tests {
         let v512 = KernelProfile::from_spec(&spec("5.12")).unwrap();
         assert_eq!(v512.preempt, Preemption::Dynamic);
         assert!(v512.preempt.config_preemption());
-        let mut full = spec("5.2");
-        full.features
-            .insert("preempt".into(), serde_json::json!("full"));
-        assert!(KernelProfile::from_spec(&full)
-            .unwrap()
-            .preempt
-            .config_preemption());
-        let mut none = spec("6.12");
-        none.features
-            .insert("preempt".into(), serde_json::json!("none"));
-        assert!(!KernelProfile::from_spec(&none)
-            .unwrap()
-            .preempt
-            .config_preemption());
-        let mut bad = spec("6.12");
-        bad.features
-            .insert("preempt".into(), serde_json::json!("rt"));
-        let e = KernelProfile::from_spec(&bad).unwrap_err();
+        let with = |v: &str, model: &str| {
+            let mut s = spec(v);
+            s.features
+                .insert("preempt".into(), serde_json::json!(model));
+            KernelProfile::from_spec(&s)
+        };
+        assert!(with("5.2", "full").unwrap().preempt.config_preemption());
+        assert!(!with("6.12", "none").unwrap().preempt.config_preemption());
+        let e = with("6.12", "rt").unwrap_err();
         assert!(e.contains("preempt") && e.contains("voluntary"), "{e}");
     }
 
