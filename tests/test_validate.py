@@ -355,3 +355,139 @@ def test_convergence_uses_the_repeats_or_the_single_runs_windows():
     exp, res = _convergence_study({("a", 0): {"metrics": {"tps": 2.0}}})
     cv = v._coeffvar(exp, res)["b"]
     assert cv.basis == "one run" and math.isnan(cv.median)
+
+
+# ---- issue 9's targets ----------------------------------------------------------------------
+
+
+def _c(table, machine, bench, op, config, published, simulated, higher=True, **kw):
+    return v.Cell(
+        table=table,
+        machine=machine,
+        benchmark=bench,
+        op=op,
+        config=config,
+        published=published,
+        higher_is_better=higher,
+        simulated=simulated,
+        **kw,
+    )
+
+
+def _by_name(goals):
+    return {t.name: t for t in goals}
+
+
+def test_gitsource_targets_saving_range_and_intel_pstate_between():
+    lower = "5.3.2 ratio, lower is better"
+    cells = [
+        # machine a: invariant saves 0.40-0.45 (inside 0.30-0.50), intel_pstate 0.90 between
+        _c(lower, "a", "gitsource", "Gmean", "pstate", 0.98, 0.90, higher=False),
+        _c(lower, "a", "gitsource", "Gmean", "sugov-turbo1", 0.49, 0.60, higher=False),
+        _c(lower, "a", "gitsource", "Gmean", "sugov-turbo4", 0.49, 0.55, higher=False),
+        # machine b: invariant saves 0.55 (outside even with the 0.02 band), intel_pstate
+        # faster than it
+        _c(lower, "b", "gitsource", "Gmean", "pstate", 0.92, 0.40, higher=False),
+        _c(lower, "b", "gitsource", "Gmean", "sugov-turbo4", 0.55, 0.45, higher=False),
+    ]
+    goals = _by_name(v._gitsource_targets(cells))
+    saving = goals["gitsource 30-50 % faster with invariance on every Intel machine"]
+    between = goals["gitsource: intel_pstate between the baseline and invariant schedutil"]
+    assert saving.held is False and between.held is False
+    assert "a: 0.55-0.60 of the baseline's time (0.49)" in saving.evidence
+    assert "b: intel_pstate 0.40 (0.92), invariant 0.45" in between.evidence
+    # machine a alone holds both; the band's edge (0.48 = a saving of 0.52) still counts
+    cells[2].simulated = 0.48
+    goals = _by_name(v._gitsource_targets(cells[:3]))
+    assert all(t.held for t in goals.values())
+
+
+def test_kernbench_targets_low_jobs_saturation_and_regressions():
+    detail = "5.3.3 kernbench Amean s"
+    ratios = {2: 0.72, 4: 0.70, 8: 0.80, 128: 0.86, 160: 0.90}
+    cells = [
+        _c(detail, "bw", "kernbench", f"jobs-{j}", "sugov-turbo4", 0.8, r, higher=False)
+        for j, r in ratios.items()
+    ]
+    cells.append(_c("5.3.2 ratio, lower", "sk", "kernbench", "Gmean", "sugov-turbo1", 1.0, 1.03))
+    cells[-1].higher_is_better = False
+    goals = v._kernbench_targets(cells)
+    low, saturated, regress = goals
+    # the largest gain (0.70) is at the second-lowest count: low holds
+    assert low.held is True and "jobs-4 0.70 (0.80)" in low.evidence
+    # 0.86 saves 0.14, 0.90 saves 0.10: both in 0.10-0.18
+    assert saturated.held is True
+    # skylake's Gmean 1.03 (lower is better) is a regression
+    assert regress.held is False and "sk sugov-turbo1 Gmean 1.03 (1.00)" in regress.evidence
+    cells[4].simulated = 0.91  # saves 0.09 at 160 jobs: no longer "about 14 %"
+    cells[0].simulated = 0.69  # largest gain at 2 jobs still
+    cells[2].simulated = 0.60  # ... now at 8 jobs: not a low count
+    low, saturated, _ = v._kernbench_targets(cells)
+    assert low.held is False and saturated.held is False
+
+
+def test_tbench_targets_split_clients_by_the_cpu_count():
+    detail = "5.3.3 tbench4 Hmean MB/s"
+    # 16 CPUs: 1-8 clients are low (2 x clients <= 16), 16 and 32 saturate
+    sims = {1: 1.00, 2: 1.10, 4: 1.10, 8: 1.00, 16: 1.01, 32: 0.99}
+    cells = [
+        _c(detail, "h", "tbench4", f"clients-{n}", "sugov-turbo4", 1.2, r) for n, r in sims.items()
+    ]
+    low, saturated = v._tbench_targets(cells, {"h": 16})
+    g = (1.0 * 1.1 * 1.1 * 1.0) ** 0.25  # 1.049: better
+    assert low.held is True and f"Gmean {g:.2f} (1.20)" in low.evidence
+    assert saturated.held is True and "0.99-1.01" in saturated.evidence
+    cells[-1].simulated = 1.05  # a gain at 32 clients
+    cells[1].simulated = cells[2].simulated = 1.01  # Gmean 1.005: neutral
+    low, saturated = v._tbench_targets(cells, {"h": 16})
+    assert low.held is False and saturated.held is False
+
+
+def test_cgroup_and_eas_targets():
+    metric = "stress-ng time (s)"
+    time_ = _c(metric, "p10", "stress-ng-2cg", "elapsed_s", "inter", 0.82, 0.86, higher=False)
+    power = _c("power", "p10", "stress-ng-2cg", "x", "inter", 1.13, 1.13, higher=False)
+    time_.section, power.section = "metric", "power"
+    (goal,) = v._cgroup_targets([time_, power])
+    assert goal.held is True and goal.evidence == "time 0.86 (0.82), power 1.13 (1.13)"
+    power.simulated = 1.01  # no higher power
+    assert v._cgroup_targets([time_, power])[0].held is False
+    eas = [
+        _c("Test 1", "sdm845", "ramp", "cpu1", "percpu-v5.4", 0.33, 0.33, higher=False),
+        _c("Test 2", "sdm845", "ramp", "cpu1", "cluster-v5.4", 0.70, 0.89, higher=False),
+        _c("Test 1", "sdm845", "ramp", "cpu0", "percpu-v5.4", 0.37, math.nan, higher=False),
+    ]
+    (goal,) = v._eas_targets(eas)
+    assert goal.held is True
+    assert goal.evidence == "cpu1: per-CPU policies 0.33 (0.33), two policies 0.89 (0.70)"
+    eas[0].simulated = 0.95  # per-CPU no cheaper than two policies
+    assert v._eas_targets(eas)[0].held is False
+
+
+def test_targets_without_simulated_cells_are_undecided_and_reach_the_json():
+    cells = [_c("5.3.2 ratio", "a", "tbench4", "Gmean", "sugov-turbo4", 1.3, math.nan)]
+    goals = v.targets({"000": ({}, cells)}, {"a": 8})
+    assert goals and all(t.held is None for t in goals)
+    h = v.headline_json({"000": ({}, cells)}, goals)
+    assert [t["holds"] for t in h["targets"]] == [None] * len(goals)
+    md = v.render_markdown({"000": ({}, cells)}, [], quick=False, goals=goals)
+    assert "## Targets" in md and f"0 of {len(goals)} hold" in md
+
+
+def test_miss_summary_counts_each_kind_per_benchmark_and_machine():
+    cells = [
+        _c("5.3.2", "a", "tbench4", "Gmean", "t1", 1.18, 1.01),  # gain lacking
+        _c("5.3.2", "a", "tbench4", "Gmean", "t4", 1.30, 1.25),  # agrees
+        _c("5.3.2", "b", "tbench4", "Gmean", "t4", 1.14, 1.00),  # gain lacking
+        _c("5.3.2", "a", "pgbench-rw", "Gmean", "t4", 1.00, 1.05),  # gain added
+        _c("5.3.2", "a", "netperf-udp", "Gmean", "t4", 1.06, 0.97),  # opposite
+        _c("5.3.2", "a", "netperf-udp", "Gmean", "t1", 1.06, math.nan),  # not simulated
+    ]
+    assert v.miss_summary(cells) == [
+        ("tbench4", "a", 2, 1, 1, 0, 0),
+        ("tbench4", "b", 1, 1, 1, 0, 0),
+        ("pgbench-rw", "a", 1, 1, 0, 1, 0),
+        ("netperf-udp", "a", 1, 1, 0, 0, 1),
+    ]
+    md = "\n".join(v.render_misses(cells))
+    assert "| pgbench-rw | a | 1 | 1 | 0 | 1 | 0 |" in md
