@@ -108,16 +108,26 @@ class Cell:
         return abs(self.simulated - self.published)
 
 
-def score(cells: list[Cell]) -> dict[str, Any]:
-    """Headline numbers over the scored cells that have a simulated value."""
+def agreement(cells) -> tuple[int, float, float]:
+    """(cells judged, share agreeing in direction, median |error|), unrounded, over the scored
+    cells that have a simulated value. Anything with `scored`, `simulated`, `agree` and `error`
+    will do (scripts/validation_diff.py passes the rows it reads back from a report)."""
     done = [c for c in cells if c.scored and not math.isnan(c.simulated)]
     if not done:
+        return 0, math.nan, math.nan
+    agree = sum(bool(c.agree) for c in done) / len(done)
+    return len(done), agree, statistics.median(c.error for c in done)
+
+
+def score(cells: list[Cell]) -> dict[str, Any]:
+    """Headline numbers over the scored cells that have a simulated value."""
+    n, agree, error = agreement(cells)
+    if not n:
         return {"cells": 0, "direction_agree": None, "median_ratio_error": None}
-    agree = sum(bool(c.agree) for c in done)
     return {
-        "cells": len(done),
-        "direction_agree": round(agree / len(done), 4),
-        "median_ratio_error": round(statistics.median(c.error for c in done), 4),
+        "cells": n,
+        "direction_agree": round(agree, 4),
+        "median_ratio_error": round(error, 4),
     }
 
 
@@ -228,13 +238,11 @@ def _performance_targets(perf: list[Cell]) -> list[Target]:
         "in direction"
     )
     error_name = f"seed 000 performance tables: median ratio error at most {TARGET_MEDIAN_ERROR}"
-    done = _simulated(perf)
-    if not done:
+    n, agree, error = agreement(perf)
+    if not n:
         return [Target(direction_name, None, "no simulated cells"), Target(error_name, None, "")]
-    agree = sum(bool(c.agree) for c in done) / len(done)
-    error = statistics.median(c.error for c in done)
     return [
-        Target(direction_name, agree >= TARGET_DIRECTION_AGREE, f"{agree:.1%} of {len(done)}"),
+        Target(direction_name, agree >= TARGET_DIRECTION_AGREE, f"{agree:.1%} of {n}"),
         Target(error_name, error <= TARGET_MEDIAN_ERROR, f"{error:.4f}"),
     ]
 
@@ -821,10 +829,15 @@ def _headline_row(label: str, h: dict[str, Any]) -> str:
     )
 
 
+def is_performance_table(sid: str, table: str) -> bool:
+    """Whether `table` is one of seed `sid`'s performance tables (PERFORMANCE_TABLES)."""
+    return table.startswith(PERFORMANCE_TABLES.get(sid, ()))
+
+
 def performance_cells(sid: str, cells: list[Cell]) -> list[Cell]:
     """The cells of a seed's performance tables (PERFORMANCE_TABLES), power and perf-per-watt
     left out."""
-    return [c for c in cells if c.table.startswith(PERFORMANCE_TABLES.get(sid, ()))]
+    return [c for c in cells if is_performance_table(sid, c.table)]
 
 
 def headline_json(

@@ -17,15 +17,27 @@ verdict, computed from the unrounded values.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import re
-import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _validate_module():
+    """scripts/validate.py, whose agreement measure and table split this shares."""
+    spec = importlib.util.spec_from_file_location("validate", ROOT / "scripts/validate.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("validate", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+validate = sys.modules.get("validate") or _validate_module()
 REPORT = "docs/validation.md"
 
 SEED = re.compile(r"^## seed (\d+):")
@@ -52,6 +64,7 @@ class Row:
     simulated: float
     agree: bool | None
     error: float
+    scored: bool = True  # only scored cells are read back
 
 
 def _num(text: str) -> float:
@@ -92,14 +105,7 @@ class Summary:
 
 
 def summarise(cells: dict[Key, Row]) -> Summary:
-    done = [r for r in cells.values() if r.agree is not None]
-    if not done:
-        return Summary(0, math.nan, math.nan)
-    return Summary(
-        len(done),
-        sum(r.agree for r in done) / len(done),
-        statistics.median(r.error for r in done),
-    )
+    return Summary(*validate.agreement(cells.values()))
 
 
 @dataclass
@@ -142,8 +148,8 @@ def _select(cells: dict[Key, Row], benchmark: str | None, machine: str | None, s
 
 
 def _performance(cells: dict[Key, Row]) -> dict[Key, Row]:
-    """Seed 000's performance tables (5.3.2, 5.3.3), the agreement target's cells."""
-    return {k: r for k, r in cells.items() if k.seed == "000" and k.table[:5] in ("5.3.2", "5.3.3")}
+    """The cells of the seeds' performance tables (validate.PERFORMANCE_TABLES)."""
+    return {k: r for k, r in cells.items() if validate.is_performance_table(k.seed, k.table)}
 
 
 def _read(source: str, rev: bool) -> str:
