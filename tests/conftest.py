@@ -17,6 +17,7 @@ def _install(monkeypatch: pytest.MonkeyPatch, core: FakeCore) -> None:
     """Route `native.core_function` to a fake core's functions."""
     functions = {
         "run": core.run,
+        "check": core.check,
         "workloads": core.workloads,
         "version": core.version,
         "model_fingerprint": lambda: "fake",

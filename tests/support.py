@@ -156,6 +156,7 @@ class FakeCore:
 
     def __init__(self) -> None:
         self.configs: list[dict[str, Any]] = []
+        self.checked: list[dict[str, Any]] = []
         self.extra_workloads: list[dict[str, Any]] = []
 
     def run(self, config_json: str) -> str:
@@ -164,6 +165,13 @@ class FakeCore:
             raise ValueError("workload 'reject-me': rejected by the core")
         self.configs.append(config)
         return json.dumps(fake_result(config))
+
+    def check(self, config_json: str) -> None:
+        """The core's checks before a run: this fake rejects only the tunable `bogus`."""
+        config = json.loads(config_json)
+        self.checked.append(config)
+        if "bogus" in config.get("tunables", {}):
+            raise ValueError("unknown tunable 'bogus'; known tunables: sched_latency_ns")
 
     def workloads(self) -> str:
         return json.dumps(FAKE_WORKLOADS + self.extra_workloads)

@@ -153,3 +153,19 @@ def test_bench_scenario() -> None:
     figures = data["scenarios"]["pingpong-8cpu-64"]
     assert set(figures) == {"events_per_s", "sim_speed", "events", "wall_s"}
     assert figures["events"] > 0
+
+
+def test_clock_and_set_affinity_ops_from_python() -> None:
+    """A task pins itself to CPU 3, then runs 100,000 cycles (at most 0.125 ms at skylake-8x's
+    lowest 800 MHz) per tick of a 10 ms clock: in 200 ms it wakes about 20 times, all on CPU 3."""
+    from schedsim import programs as p
+
+    body = p.loop(p.run(100_000), p.clock("tick", 10_000_000))
+    r = schedsim.run(
+        "skylake-8x",
+        p.custom_workload(tasks=[p.task("pinned", p.set_affinity(3), body)]),
+        duration="200ms",
+    )
+    t = r.tasks.set_index("comm").loc["pinned"]
+    assert t["cpu"] == 3
+    assert 19 <= t["nr_wakeups"] <= 21, t["nr_wakeups"]

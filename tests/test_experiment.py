@@ -135,13 +135,13 @@ def test_editing_a_config_changes_only_its_keys(fake_core, tmp_path) -> None:
 def test_config_keys_reach_the_sim_config(fake_core, tmp_path) -> None:
     text = BASE.replace(
         'invariance = "turbo:4"',
-        'invariance = "turbo:4"\nhz = 1000\ntunables = { "cpufreq.rate_limit_us" = 500 }\n'
+        'invariance = "turbo:4"\nhz = 1000\ntunables = { "schedutil.rate_limit_us" = 500 }\n'
         'features = { NEXT_BUDDY = true }\nmachine = { topology = { freq_domain = "core" } }',
     )
     exp = load(tmp_path, text)
     new = next(s for s in exp.specs if s.config == "new")
     base = next(s for s in exp.specs if s.config == "base")
-    assert new.sim_config["tunables"] == {"cpufreq.rate_limit_us": 500}
+    assert new.sim_config["tunables"] == {"schedutil.rate_limit_us": 500}
     assert new.sim_config["kernel"]["features"] == {"NEXT_BUDDY": True}
     assert new.sim_config["kernel"]["hz"] == 1000
     # one frequency domain per core instead of one per package
@@ -341,3 +341,30 @@ def test_run_keys_change_with_the_core_model_fingerprint(monkeypatch: pytest.Mon
     assert ex.run_key(fields, sim) == a
     monkeypatch.setattr(ex, "model_fingerprint", lambda: "bbbb")
     assert ex.run_key(fields, sim) != a
+
+
+def test_the_core_checks_the_plan_before_any_run(fake_core, tmp_path) -> None:
+    text = BASE.replace(
+        'invariance = "turbo:4"', 'invariance = "turbo:4"\ntunables = { bogus = 1 }'
+    )
+    message = error(tmp_path, text)
+    assert "exp.toml" in message and "config[2] (new)" in message, message
+    assert "tasks = 1" in message and "unknown tunable 'bogus'" in message, message
+    assert fake_core.configs == []
+
+
+def test_each_config_is_checked_once_per_benchmark_and_each_point_once(fake_core, tmp_path):
+    load(tmp_path, BASE)
+    checked = [
+        (c["cpufreq"]["invariance"], c["workload"]["params"]["tasks"]) for c in fake_core.checked
+    ]
+    # every config at the benchmark's first point, every point with the first config
+    assert sorted(checked) == [("none", 1), ("none", 2), ("turbo:4", 1)]
+
+
+def test_the_real_core_rejects_an_unknown_feature_at_load(real_core, tmp_path) -> None:
+    text = BASE.replace(
+        'invariance = "turbo:4"', 'invariance = "turbo:4"\nfeatures = { NO_SUCH_FEATURE = true }'
+    )
+    message = error(tmp_path, text)
+    assert "config[2] (new)" in message and "NO_SUCH_FEATURE" in message, message

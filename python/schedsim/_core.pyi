@@ -5,8 +5,16 @@ def run(config_json: str) -> str:
 
     Raises ValueError with a clear message on a bad config."""
 
+def check(config_json: str) -> None:
+    """Check the JSON of SimConfig as the core does before a run, without running it.
+
+    Raises ValueError with the core's message on a bad config."""
+
 def workloads() -> str:
     """JSON list of the workload generators: name, description, params, metrics, primary."""
 
 def version() -> str:
     """The core's version."""
+
+def model_fingerprint() -> str:
+    """A hash of the core's sources and data at build time."""

@@ -51,7 +51,7 @@ from .config import (
 )
 from .errors import ConfigError
 from .machines import Machine, list_machines, load_machine
-from .native import model_fingerprint
+from .native import check_config, model_fingerprint
 from .report.stats import SUMMARY_TYPES
 from .results import cgroup_metric
 from .sweep.stride import PATTERNS, Topology, stride_range
@@ -309,6 +309,11 @@ class BenchmarkDef:
     def repeats(self, experiment_repeats: int) -> int:
         """The benchmark's own `repeats` if it gives one, else the experiment's."""
         return self.entry.repeats or experiment_repeats
+
+
+def _point(bdef: BenchmarkDef, value: Any) -> str:
+    """`clients = 8, ` for a swept benchmark's point, empty otherwise (an error's context)."""
+    return "" if bdef.param is None else f"{bdef.param} = {format_value(value)}, "
 
 
 def format_value(value: Any) -> str:
@@ -832,7 +837,7 @@ class Experiment:
                 machine = self._machine_for(mi, ci)
                 for bi, bdef in enumerate(self.benchmarks):
                     cgroups = self._cgroups_for(ci, bi)
-                    for value in bdef.values(mdef.name):
+                    for vi, value in enumerate(bdef.values(mdef.name)):
                         params = dict(bdef.params)
                         if bdef.param is not None:
                             params[bdef.param] = value
@@ -856,6 +861,16 @@ class Experiment:
                                 f"{self._where('config', ci)} × {self._where('benchmark', bi)}",
                                 str(err),
                             ) from None
+                        # the core's own checks, without running: every config at each
+                        # benchmark's first point, every point with the first config (the
+                        # repeats differ only in their seed)
+                        problem = check_config(base) if vi == 0 or ci == 0 else None
+                        if problem is not None:
+                            raise self._fail(
+                                f"{self._where('config', ci)} × {self._where('benchmark', bi)}"
+                                f" ({_point(bdef, value)}machine {mdef.name})",
+                                problem,
+                            )
                         for repeat in range(1, bdef.repeats(exp.repeats) + 1):
                             seed = run_seed(exp.seed, mdef.name, bdef.name, value, repeat)
                             sim = dict(base)

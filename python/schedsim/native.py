@@ -3,6 +3,7 @@
 Everything that does not simulate (presets, config checks, trace parsing) works without it.
 """
 
+import json
 from typing import Any
 
 from .errors import CoreUnavailableError
@@ -39,3 +40,18 @@ def model_fingerprint() -> str | None:
         return str(core_function("model_fingerprint")())
     except CoreUnavailableError:
         return None
+
+
+def check_config(sim_config: dict[str, Any]) -> str | None:
+    """The core's objection to a SimConfig (what it checks before a run: kernel features,
+    tunables, cpufreq, cgroups, workload parameters), None if it has none. Without the compiled
+    extension nothing is checked here and the run reports it."""
+    try:
+        fn = core_function("check")
+    except CoreUnavailableError:
+        return None
+    try:
+        fn(json.dumps(sim_config))
+    except ValueError as err:
+        return str(err)
+    return None

@@ -162,6 +162,31 @@ def yield_() -> Op:
     return {"op": "yield"}
 
 
+def clock(
+    name: str,
+    period_ns: int,
+    *,
+    unique: bool = False,
+    relative: bool = True,
+    origin_ns: int = 0,
+) -> Op:
+    """rt-app's `timer` with a `ref`: advance the named periodic clock by `period_ns` and sleep
+    until its expiry if that is still ahead (docs/workloads/rt-app.md)."""
+    return {
+        "op": "clock",
+        "name": name,
+        "period_ns": int(period_ns),
+        "unique": unique,
+        "relative": relative,
+        "origin_ns": int(origin_ns),
+    }
+
+
+def set_affinity(*cpus: int) -> Op:
+    """sched_setaffinity() on itself: allow only `cpus` (none: every CPU)."""
+    return {"op": "set_affinity", "cpus": [int(c) for c in cpus]}
+
+
 def loop(*body: Op, count: int = -1) -> Op:
     """Repeat `body` `count` times (`count < 0`: forever)."""
     return {"op": "loop", "count": int(count), "body": list(body)}

@@ -313,6 +313,20 @@ class YieldOp(_Strict):
     op: Literal["yield"] = "yield"
 
 
+class ClockOp(_Strict):
+    op: Literal["clock"] = "clock"
+    name: str
+    period_ns: NonNegativeInt
+    unique: bool = False
+    relative: bool = True
+    origin_ns: NonNegativeInt = 0
+
+
+class SetAffinityOp(_Strict):
+    op: Literal["set_affinity"] = "set_affinity"
+    cpus: list[NonNegativeInt]
+
+
 OpSpec = Annotated[
     RunOp
     | RunForOp
@@ -341,7 +355,9 @@ OpSpec = Annotated[
     | BroadcastOp
     | SuspendOp
     | ResumeOp
-    | YieldOp,
+    | YieldOp
+    | ClockOp
+    | SetAffinityOp,
     Field(discriminator="op"),
 ]
 LoopOp.model_rebuild()

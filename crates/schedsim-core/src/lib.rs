@@ -31,6 +31,15 @@ pub fn run_json(config_json: &str) -> Result<String, String> {
     run(cfg)
 }
 
+/// Check a run configuration without running it: everything the core checks when it builds
+/// a simulation (machine, kernel profile and features, tunables, cpufreq, cgroups, workload
+/// parameters).
+pub fn check_json(config_json: &str) -> Result<(), String> {
+    let cfg: SimConfig =
+        serde_json::from_str(config_json).map_err(|e| format!("invalid run configuration: {e}"))?;
+    Sim::new(cfg).map(|_| ())
+}
+
 /// Run one simulation.
 pub fn run(cfg: SimConfig) -> Result<String, String> {
     let mut sim = Sim::new(cfg)?;

@@ -230,3 +230,22 @@ fn select_calls_are_profiled_per_cpu_and_eas_work_is_charged() {
         mean(&old)
     );
 }
+
+#[test]
+fn sched_energy_aware_zero_turns_eas_off() {
+    let mut cfg = arm_cfg(two_clusters(false), small_periodic(), "5.4", 5.0);
+    cfg.tunables.insert("sched_energy_aware".into(), json!(0));
+    assert!(!run(cfg).eas.enabled);
+    let mut cfg = arm_cfg(two_clusters(false), small_periodic(), "5.4", 5.0);
+    cfg.tunables.insert("sched_energy_aware".into(), json!("1"));
+    assert!(run(cfg).eas.enabled);
+    let mut cfg = arm_cfg(two_clusters(false), small_periodic(), "5.4", 5.0);
+    cfg.tunables.insert("sched_energy_aware".into(), json!(2));
+    let err = schedsim_core::engine::Sim::new(cfg)
+        .err()
+        .expect("2 is out of range");
+    assert!(
+        err.contains("sched_energy_aware") && err.contains("0..=1"),
+        "{err}"
+    );
+}

@@ -11,6 +11,13 @@ fn run(py: Python<'_>, config_json: String) -> PyResult<String> {
         .map_err(PyValueError::new_err)
 }
 
+/// Check a JSON configuration as the core does before a run, without running it.
+#[pyfunction]
+fn check(py: Python<'_>, config_json: String) -> PyResult<()> {
+    py.detach(|| schedsim_core::check_json(&config_json))
+        .map_err(PyValueError::new_err)
+}
+
 /// The workload generators and their parameters, as JSON.
 #[pyfunction]
 fn workloads() -> String {
@@ -32,6 +39,7 @@ fn model_fingerprint() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(model_fingerprint, m)?)?;

@@ -126,11 +126,7 @@ impl Sim {
         let has_em = pds
             .iter()
             .all(|pd| pd.states.iter().all(|s| s.power_mw > 0.0));
-        let aware = match self.cfg.tunables.get("sched_energy_aware") {
-            None => true,
-            Some(v) => v.as_u64() == Some(1) || v.as_bool() == Some(true),
-        };
-        self.eas.enabled = aware
+        self.eas.enabled = self.tun.sched_energy_aware
             && has_em
             && self.topo.asym_capacity()
             && !self.topo.smt_active()

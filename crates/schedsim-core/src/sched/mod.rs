@@ -29,6 +29,8 @@ pub struct Tunables {
     pub sched_nr_migrate: u32,
     /// `sched_cfs_bandwidth_slice_us`: runtime a cfs_rq takes from its group's pool at once.
     pub sched_cfs_bandwidth_slice_us: u64,
+    /// `sched_energy_aware` (v5.0): 0 turns Energy Aware Scheduling off where it would be on.
+    pub sched_energy_aware: bool,
 }
 
 const TUNABLE_NAMES: &[&str] = &[
@@ -40,6 +42,7 @@ const TUNABLE_NAMES: &[&str] = &[
     "sched_nr_migrate",
     "sched_tunable_scaling",
     "sched_cfs_bandwidth_slice_us",
+    "sched_energy_aware",
 ];
 
 impl Tunables {
@@ -80,6 +83,7 @@ impl Tunables {
             sched_migration_cost_ns: 500_000,
             sched_nr_migrate: 32,
             sched_cfs_bandwidth_slice_us: 5000,
+            sched_energy_aware: true,
         };
         for (k, v) in overrides {
             match k.as_str() {
@@ -102,6 +106,7 @@ impl Tunables {
                 "sched_cfs_bandwidth_slice_us" => {
                     t.sched_cfs_bandwidth_slice_us = int_value(k, v, 1, 1_000_000)? as u64
                 }
+                "sched_energy_aware" => t.sched_energy_aware = int_value(k, v, 0, 1)? == 1,
                 _ => {}
             }
         }
