@@ -8,7 +8,8 @@ machines, compared MMTests-style (docs/compare.md).
     >>> res.report("out/quick")
 
 Everything is checked when the file is loaded, before anything runs: unknown keys and bad values
-are errors naming the file, the key and the allowed values, and every run's SimConfig is built.
+are errors naming the file, the key and the allowed values, every run's SimConfig is built, and
+the compiled core checks them as it would before a run (docs/compare.md).
 """
 
 from __future__ import annotations
