@@ -169,3 +169,16 @@ def test_clock_and_set_affinity_ops_from_python() -> None:
     t = r.tasks.set_index("comm").loc["pinned"]
     assert t["cpu"] == 3
     assert 19 <= t["nr_wakeups"] <= 21, t["nr_wakeups"]
+
+
+def test_journal_ops_from_python_share_one_commit() -> None:
+    """Two fsyncs asked before the journal thread first looks (it starts 2 ms late) are in
+    the same transaction: one commit serves both, and both continue after it."""
+    from schedsim import programs as p
+
+    client = p.task("client", p.journal_commit("j"), p.mark("durable"), p.exit_(), instances=2)
+    commit = p.loop(p.journal_wait("j"), p.mark("commit"), p.io(1_000_000), p.journal_done("j"))
+    thread = p.task("jbd2", commit, delay_ns=2_000_000)
+    r = schedsim.run("skylake-8x", p.custom_workload(tasks=[client, thread]), duration="20ms")
+    assert r.metrics["marks_commit"] == 1
+    assert r.metrics["marks_durable"] == 2

@@ -131,6 +131,23 @@ def group_commit(log: str, ns: int) -> Op:
     return {"op": "group_commit", "log": log, "ns": ns}
 
 
+def journal_commit(journal: str) -> Op:
+    """ext4's fsync: ask the journal thread to commit the running transaction and sleep until
+    that commit is written (jbd2_complete_transaction)."""
+    return {"op": "journal_commit", "journal": journal}
+
+
+def journal_wait(journal: str) -> Op:
+    """The journal thread: sleep until a commit is asked for, then close the running
+    transaction and continue with its commit."""
+    return {"op": "journal_wait", "journal": journal}
+
+
+def journal_done(journal: str) -> Op:
+    """The journal thread: the commit is written; wake every fsync waiting for it."""
+    return {"op": "journal_done", "journal": journal}
+
+
 def barrier(name: str) -> Op:
     """Meet every task instance whose program names this barrier."""
     return {"op": "barrier", "name": name}

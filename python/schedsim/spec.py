@@ -279,6 +279,21 @@ class GroupCommitOp(_Strict):
     ns: int = Field(ge=0)
 
 
+class JournalCommitOp(_Strict):
+    op: Literal["journal_commit"] = "journal_commit"
+    journal: str
+
+
+class JournalWaitOp(_Strict):
+    op: Literal["journal_wait"] = "journal_wait"
+    journal: str
+
+
+class JournalDoneOp(_Strict):
+    op: Literal["journal_done"] = "journal_done"
+    journal: str
+
+
 class BarrierOp(_Strict):
     op: Literal["barrier"] = "barrier"
     name: str
@@ -349,6 +364,9 @@ OpSpec = Annotated[
     | LockRowOp
     | UnlockRowsOp
     | GroupCommitOp
+    | JournalCommitOp
+    | JournalWaitOp
+    | JournalDoneOp
     | BarrierOp
     | CondWaitOp
     | SignalOp

@@ -421,3 +421,68 @@ fn lock_row_needs_rows() {
         "{err}"
     );
 }
+
+/// A journal thread that commits in 1 ms of device time, and one fsync per client at the
+/// given times (ns), one client per CPU; idle CPUs sleep in a 100 µs-exit state.
+fn journal_fsyncs(starts: &[u64]) -> schedsim_core::Sim {
+    let mut tasks: Vec<_> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &at)| {
+            json!({"name": format!("c{i}"), "start_cpu": i + 1, "program": [
+            {"op": "sleep", "ns": at}, {"op": "journal_commit", "journal": "j"},
+            {"op": "mark", "name": "durable"}, {"op": "exit"}]})
+        })
+        .collect();
+    tasks.push(
+        json!({"name": "jbd2", "start_cpu": 0, "program": [{"op": "loop", "count": 3,
+        "body": [{"op": "journal_wait", "journal": "j"}, {"op": "io", "ns": 1_000_000},
+                 {"op": "journal_done", "journal": "j"}]}]}),
+    );
+    let mut m = smp(starts.len() + 1, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "C1", "exit_latency_us": 2, "target_residency_us": 2, "power_mw": 500.0, "turbo_active": true},
+        {"name": "C6", "exit_latency_us": 100, "target_residency_us": 200, "power_mw": 10.0}]);
+    run(config(m, custom(json!(tasks), json!([])), "6.12", 5.0))
+}
+
+#[test]
+fn a_journal_commit_serves_every_fsync_of_its_transaction_and_wakes_them_together() {
+    // c0 asks at 0: the thread commits transaction 1, holding c0's change, and writes it for
+    // 1 ms; with the thread's two exits from C6 (the request, the write's completion) and
+    // c0's own, c0 continues at 1.3 ms. c1..c3 ask at 0.2-0.6 ms, during that commit: their
+    // changes are in transaction 2, whose commit starts as soon as the first ends and covers
+    // all three (2.3 ms). Its end wakes the three at once: each pays its own CPU's exit, none
+    // waits for another (a hand-over chain would space them 100 µs apart).
+    let sim = journal_fsyncs(&[0, 200_000, 400_000, 600_000]);
+    let jr = &sim.sync.journals[0];
+    assert_eq!((jr.commits, jr.fsyncs, jr.committed), (2, 4, 2));
+    let id = sim.compiled.marks.iter().position(|m| m == "durable");
+    let mut at = vec![0u64; 4];
+    for &(t, task, m) in &sim.marks {
+        if Some(m) == id {
+            at[task] = t;
+        }
+    }
+    assert!((1_300_000..1_320_000).contains(&at[0]), "{at:?}");
+    let (lo, hi) = (at[1..].iter().min().unwrap(), at[1..].iter().max().unwrap());
+    assert!((2_300_000..2_320_000).contains(lo), "{at:?}");
+    assert!(
+        hi - lo < 20_000,
+        "woken together, not one after another: {at:?}"
+    );
+}
+
+#[test]
+fn journal_done_needs_a_commit_under_way() {
+    let w = custom(
+        json!([{"name": "bad", "program": [{"op": "journal_done", "journal": "j"}]}]),
+        json!([]),
+    );
+    let mut sim = schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), w, "6.12", 0.0)).unwrap();
+    let e = sim.run().unwrap_err();
+    assert!(
+        e.contains("journal 'j'") && e.contains("journal_wait"),
+        "{e}"
+    );
+}

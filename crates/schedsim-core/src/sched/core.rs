@@ -1301,6 +1301,25 @@ impl Sim {
                 }
                 Ok(durable)
             }
+            Op::JournalCommit { journal } => {
+                let done = self.op_journal_commit(t, cpu, journal);
+                if done {
+                    self.tasks[t].pc += 1;
+                }
+                Ok(done)
+            }
+            Op::JournalWait { journal } => {
+                let started = self.op_journal_wait(t, cpu, journal);
+                if started {
+                    self.tasks[t].pc += 1;
+                }
+                Ok(started)
+            }
+            Op::JournalDone { journal } => {
+                self.tasks[t].pc += 1;
+                self.op_journal_done(cpu, journal)?;
+                Ok(true)
+            }
             Op::CondWait { cond, mutex } => {
                 self.tasks[t].pc += 1;
                 self.op_cond_wait(t, cpu, cond, mutex);

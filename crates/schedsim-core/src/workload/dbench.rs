@@ -25,12 +25,8 @@ pub fn constants() -> Constants {
     Constants::parse("dbench", CONSTANTS).expect("data/workloads/dbench.json is valid")
 }
 
-/// The journal's objects: the mutex standing for the running commit (the journal thread holds
-/// it while it commits), the condition that requests a commit and the one that tells the
-/// waiting fsyncs that their commit has started.
-pub const JLOCK: &str = "jbd2-commit";
-pub const JREQ: &str = "jbd2-request";
-pub const JSTART: &str = "jbd2-commit-start";
+/// The filesystem's journal (one jbd2 journal for every client's files).
+pub const JOURNAL: &str = "jbd2";
 
 pub fn generator() -> Generator {
     Generator {
@@ -158,21 +154,10 @@ impl Dbench {
                     body.push(OpSpec::Io { ns: c.io_ns });
                 }
                 if c.commit {
-                    // jbd2_log_start_commit + jbd2_log_wait_commit: ask the journal thread
-                    // for a commit and wait until it has started (the request cannot be lost:
-                    // it is made holding the commit mutex, which the thread holds except
-                    // while it waits for requests), then until it is written (the thread
-                    // releases the mutex when it waits for the next request)
-                    body.push(OpSpec::Lock {
-                        mutex: JLOCK.into(),
-                    });
-                    body.push(OpSpec::Signal { cond: JREQ.into() });
-                    body.push(OpSpec::CondWait {
-                        cond: JSTART.into(),
-                        mutex: JLOCK.into(),
-                    });
-                    body.push(OpSpec::Unlock {
-                        mutex: JLOCK.into(),
+                    // jbd2_complete_transaction: ask for the running transaction's commit
+                    // and wait until it is written
+                    body.push(OpSpec::JournalCommit {
+                        journal: JOURNAL.into(),
                     });
                 }
                 body.push(OpSpec::Mark { name: "le".into() });
@@ -189,34 +174,29 @@ impl Dbench {
         vec![OpSpec::Loop { count: -1, body }]
     }
 
-    /// The journal thread (`kjournald2`): holding the commit mutex except while it waits for
-    /// a request, it starts a commit (every fsync waiting by then joins it) and writes it.
+    /// The journal thread (`kjournald2`): it waits for a commit request, closes the running
+    /// transaction (every fsync that asked by then is in it), commits it and writes it, then
+    /// wakes the fsyncs waiting for it.
     fn jbd2(&self) -> Vec<OpSpec> {
-        vec![
-            OpSpec::Lock {
-                mutex: JLOCK.into(),
-            },
-            OpSpec::Loop {
-                count: -1,
-                body: vec![
-                    OpSpec::CondWait {
-                        cond: JREQ.into(),
-                        mutex: JLOCK.into(),
-                    },
-                    OpSpec::Run {
-                        cycles: self.commit_cpu,
-                        stall_ns: 0.0,
-                    },
-                    OpSpec::Mark {
-                        name: "commit".into(),
-                    },
-                    OpSpec::Broadcast {
-                        cond: JSTART.into(),
-                    },
-                    OpSpec::Io { ns: self.commit_ns },
-                ],
-            },
-        ]
+        vec![OpSpec::Loop {
+            count: -1,
+            body: vec![
+                OpSpec::JournalWait {
+                    journal: JOURNAL.into(),
+                },
+                OpSpec::Run {
+                    cycles: self.commit_cpu,
+                    stall_ns: 0.0,
+                },
+                OpSpec::Mark {
+                    name: "commit".into(),
+                },
+                OpSpec::Io { ns: self.commit_ns },
+                OpSpec::JournalDone {
+                    journal: JOURNAL.into(),
+                },
+            ],
+        }]
     }
 }
 

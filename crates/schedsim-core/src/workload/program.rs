@@ -78,6 +78,15 @@ pub enum Op {
         log: usize,
         ns: u64,
     },
+    JournalCommit {
+        journal: usize,
+    },
+    JournalWait {
+        journal: usize,
+    },
+    JournalDone {
+        journal: usize,
+    },
     Barrier {
         barrier: usize,
     },
@@ -148,9 +157,10 @@ pub struct Compiled {
     pub barriers: Vec<String>,
     /// Clock names (rt-app timer refs), indexed by clock id.
     pub clocks: Vec<String>,
-    /// Row-lock tables and group-commit logs, indexed by id.
+    /// Row-lock tables, group-commit logs and journals, indexed by id.
     pub tables: Vec<String>,
     pub logs: Vec<String>,
+    pub journals: Vec<String>,
     /// Parties of each barrier: the initial task instances whose program names it.
     pub barrier_parties: Vec<u32>,
 }
@@ -172,6 +182,7 @@ struct Names {
     clocks: Vec<String>,
     tables: Vec<String>,
     logs: Vec<String>,
+    journals: Vec<String>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> usize {
@@ -316,6 +327,15 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                 log: intern(&mut ctx.names.logs, log),
                 ns: *ns,
             },
+            OpSpec::JournalCommit { journal } => Op::JournalCommit {
+                journal: intern(&mut ctx.names.journals, journal),
+            },
+            OpSpec::JournalWait { journal } => Op::JournalWait {
+                journal: intern(&mut ctx.names.journals, journal),
+            },
+            OpSpec::JournalDone { journal } => Op::JournalDone {
+                journal: intern(&mut ctx.names.journals, journal),
+            },
             OpSpec::Barrier { name } => Op::Barrier {
                 barrier: intern(&mut ctx.names.barriers, name),
             },
@@ -428,6 +448,7 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
         clocks: names.clocks,
         tables: names.tables,
         logs: names.logs,
+        journals: names.journals,
         barrier_parties,
     })
 }
@@ -521,6 +542,7 @@ impl Compiled {
             out.clocks.extend(self.clocks.iter().map(tag));
             out.tables.extend(self.tables.iter().map(tag));
             out.logs.extend(self.logs.iter().map(tag));
+            out.journals.extend(self.journals.iter().map(tag));
             out.barrier_parties
                 .extend(self.barrier_parties.iter().copied());
         }
@@ -538,6 +560,7 @@ struct ObjectCounts {
     clocks: usize,
     tables: usize,
     logs: usize,
+    journals: usize,
 }
 
 impl ObjectCounts {
@@ -551,6 +574,7 @@ impl ObjectCounts {
             clocks: c.clocks.len(),
             tables: c.tables.len(),
             logs: c.logs.len(),
+            journals: c.journals.len(),
         }
     }
 
@@ -572,6 +596,9 @@ impl ObjectCounts {
             Op::Clock { clock, .. } => *clock += k * self.clocks,
             Op::LockRow { table, .. } | Op::UnlockRows { table } => *table += k * self.tables,
             Op::GroupCommit { log, .. } => *log += k * self.logs,
+            Op::JournalCommit { journal }
+            | Op::JournalWait { journal }
+            | Op::JournalDone { journal } => *journal += k * self.journals,
             _ => {}
         }
     }

@@ -211,6 +211,23 @@ pub enum OpSpec {
         log: String,
         ns: u64,
     },
+    /// ext4's fsync of a file whose changes are in the journal's running transaction
+    /// (`jbd2_complete_transaction`): ask the journal thread to commit that transaction
+    /// (`jbd2_log_start_commit`), then sleep until a commit that contains it is written
+    /// (`jbd2_log_wait_commit`).
+    JournalCommit {
+        journal: String,
+    },
+    /// The journal thread (`kjournald2`): sleep until a commit is requested, then close the
+    /// running transaction (fsyncs from now on join the next one) and continue with the commit.
+    JournalWait {
+        journal: String,
+    },
+    /// The journal thread: the commit is written; every fsync waiting for it or an older one
+    /// wakes (`wake_up(&journal->j_wait_done_commit)`).
+    JournalDone {
+        journal: String,
+    },
     /// Rendezvous of every task instance whose program names this barrier; the last arrival
     /// wakes the others.
     Barrier {

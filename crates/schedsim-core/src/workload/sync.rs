@@ -1,10 +1,10 @@
 //! Synchronisation between task programs: mutexes with FIFO hand-off, condition variables,
 //! barriers, suspend/resume, yield (rt-app's lock/unlock, wait/signal/broad, barrier,
-//! suspend/resume and yield events; spec/ecosystem.md §1.4), and two database mechanisms:
-//! tables of row locks held to the end of a transaction, and a log with group commit
-//! (PostgreSQL's `XLogFlush` under `WALWriteLock`, spec/workloads.md §9.1). A blocked task
-//! sleeps (TASK_INTERRUPTIBLE) and is woken from the CPU of the task that releases it, which
-//! pays the wakeup.
+//! suspend/resume and yield events; spec/ecosystem.md §1.4), two database mechanisms: tables
+//! of row locks held to the end of a transaction, and a log with group commit (PostgreSQL's
+//! `XLogFlush` under `WALWriteLock`, spec/workloads.md §9.1), and ext4's journal (jbd2): fsyncs
+//! that ask its thread for a commit and wait for it on one wait queue. A blocked task sleeps and
+//! is woken from the CPU of the task that releases it, which pays the wakeup.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -88,6 +88,42 @@ pub struct GroupLog {
     pub commits: u64,
 }
 
+/// A jbd2 journal (`journal_t`): transactions numbered by tid. New changes join the running
+/// transaction; the journal thread commits one transaction at a time, when asked.
+#[derive(Clone, Debug)]
+pub struct Journal {
+    /// tid of the running transaction (`j_running_transaction`).
+    pub running: u64,
+    /// Highest tid a commit was asked for (`j_commit_request`).
+    pub requested: u64,
+    /// tid being committed (`j_committing_transaction`).
+    pub committing: Option<u64>,
+    /// tid of the last commit written (`j_commit_sequence`).
+    pub committed: u64,
+    /// The journal thread while it sleeps for a request (`j_wait_commit`).
+    pub thread: Option<TaskId>,
+    /// fsyncs asleep until their tid is committed (`j_wait_done_commit`), with that tid.
+    pub waiting: BTreeMap<TaskId, u64>,
+    /// Commits written and fsyncs they completed.
+    pub commits: u64,
+    pub fsyncs: u64,
+}
+
+impl Default for Journal {
+    fn default() -> Self {
+        Journal {
+            running: 1,
+            requested: 0,
+            committing: None,
+            committed: 0,
+            thread: None,
+            waiting: BTreeMap::new(),
+            commits: 0,
+            fsyncs: 0,
+        }
+    }
+}
+
 /// All synchronisation objects of a run.
 #[derive(Clone, Debug, Default)]
 pub struct SyncState {
@@ -100,6 +136,7 @@ pub struct SyncState {
     pub task_clocks: BTreeMap<(TaskId, usize), Time>,
     pub tables: Vec<RowTable>,
     pub logs: Vec<GroupLog>,
+    pub journals: Vec<Journal>,
 }
 
 impl SyncState {
@@ -112,6 +149,7 @@ impl SyncState {
             task_clocks: BTreeMap::new(),
             tables: vec![RowTable::default(); c.tables.len()],
             logs: vec![GroupLog::default(); c.logs.len()],
+            journals: vec![Journal::default(); c.journals.len()],
         }
     }
 }
@@ -233,6 +271,75 @@ impl Sim {
         for w in covered.into_iter().chain(leader) {
             self.try_to_wake_up(w, cpu, WakeFlags::default());
         }
+    }
+
+    /// `journal_commit` (an fsync): returns true when the transaction holding the task's
+    /// changes is committed. At its first execution the task's changes are in the running
+    /// transaction; it asks for that transaction's commit, waking the journal thread if it
+    /// sleeps, and sleeps until the commit is written. The op runs again at each wakeup.
+    pub fn op_journal_commit(&mut self, t: TaskId, cpu: usize, j: usize) -> bool {
+        let jr = &mut self.sync.journals[j];
+        let tid = match jr.waiting.get(&t) {
+            Some(&tid) => tid,
+            None => {
+                let tid = jr.running;
+                if jr.requested < tid {
+                    jr.requested = tid;
+                    if let Some(thread) = jr.thread.take() {
+                        self.try_to_wake_up(thread, cpu, WakeFlags::default());
+                    }
+                }
+                tid
+            }
+        };
+        let jr = &mut self.sync.journals[j];
+        if jr.committed >= tid {
+            jr.waiting.remove(&t);
+            jr.fsyncs += 1;
+            return true;
+        }
+        jr.waiting.insert(t, tid);
+        self.block_task(t, cpu, TaskState::Sleeping);
+        false
+    }
+
+    /// `journal_wait` (the journal thread): returns true when a commit starts: a commit was
+    /// asked for a transaction not yet committed, and the running transaction becomes the
+    /// committing one (later fsyncs join a new one). Otherwise the thread sleeps until asked.
+    pub fn op_journal_wait(&mut self, t: TaskId, cpu: usize, j: usize) -> bool {
+        let jr = &mut self.sync.journals[j];
+        if jr.committing.is_none() && jr.requested > jr.committed {
+            jr.committing = Some(jr.running);
+            jr.running += 1;
+            return true;
+        }
+        jr.thread = Some(t);
+        self.block_task(t, cpu, TaskState::Sleeping);
+        false
+    }
+
+    /// `journal_done` (the journal thread): the committing transaction is written; every
+    /// fsync waiting for it or an older one wakes, all at once.
+    pub fn op_journal_done(&mut self, cpu: usize, j: usize) -> Result<(), String> {
+        let jr = &mut self.sync.journals[j];
+        let Some(tid) = jr.committing.take() else {
+            return Err(format!(
+                "journal '{}': journal_done without a commit under way (journal_wait starts one)",
+                self.compiled.journals[j]
+            ));
+        };
+        jr.committed = tid;
+        jr.commits += 1;
+        let ready: Vec<TaskId> = jr
+            .waiting
+            .iter()
+            .filter(|&(_, &w)| w <= tid)
+            .map(|(&t, _)| t)
+            .collect();
+        for w in ready {
+            self.try_to_wake_up(w, cpu, WakeFlags::default());
+        }
+        Ok(())
     }
 
     /// `wait` on a condition: release the mutex and sleep until signalled.
