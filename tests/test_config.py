@@ -200,6 +200,41 @@ def test_row_lock_and_group_commit_ops_are_validated(fake_core) -> None:
             build_config("skylake-8x", p.custom_workload([p.task("t", bad)]), duration="10ms")
 
 
+def test_clock_affinity_and_journal_ops_are_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    prog = [
+        p.set_affinity(1, 2),
+        p.clock("tick", 10_000_000, unique=True),
+        p.journal_commit("j"),
+        p.journal_wait("j"),
+        p.journal_done("j"),
+    ]
+    cfg = build_config("skylake-8x", p.custom_workload([p.task("t", *prog)]), duration="10ms")
+    ops = cfg["workload"]["custom"]["tasks"][0]["program"]
+    assert ops[0] == {"op": "set_affinity", "cpus": [1, 2]}
+    assert ops[1] == {
+        "op": "clock",
+        "name": "tick",
+        "period_ns": 10_000_000,
+        "unique": True,
+        "relative": True,
+        "origin_ns": 0,
+    }
+    assert [op["op"] for op in ops[2:]] == ["journal_commit", "journal_wait", "journal_done"]
+    bad_ops = (
+        {"op": "clock", "name": "c", "period_ns": -1},
+        {"op": "clock", "period_ns": 1},
+        {"op": "set_affinity", "cpus": [-1]},
+        {"op": "set_affinity"},
+        {"op": "journal_commit"},
+        {"op": "journal_done", "journal": "j", "extra": 1},
+    )
+    for bad in bad_ops:
+        with pytest.raises(ConfigError, match="custom workload"):
+            build_config("skylake-8x", p.custom_workload([p.task("t", bad)]), duration="10ms")
+
+
 def test_tcp_channels_are_validated(fake_core) -> None:
     from schedsim import programs as p
 

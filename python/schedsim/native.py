@@ -54,4 +54,8 @@ def check_config(sim_config: dict[str, Any]) -> str | None:
         fn(json.dumps(sim_config))
     except ValueError as err:
         return str(err)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # a panic in the core (pyo3's PanicException)
+        return f"the core failed while checking the configuration: {err}"
     return None

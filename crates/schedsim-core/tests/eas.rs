@@ -240,6 +240,10 @@ fn sched_energy_aware_zero_turns_eas_off() {
     cfg.tunables.insert("sched_energy_aware".into(), json!("1"));
     assert!(run(cfg).eas.enabled);
     let mut cfg = arm_cfg(two_clusters(false), small_periodic(), "5.4", 5.0);
+    cfg.tunables
+        .insert("sched_energy_aware".into(), json!(false));
+    assert!(!run(cfg).eas.enabled);
+    let mut cfg = arm_cfg(two_clusters(false), small_periodic(), "5.4", 5.0);
     cfg.tunables.insert("sched_energy_aware".into(), json!(2));
     let err = schedsim_core::engine::Sim::new(cfg)
         .err()

@@ -453,7 +453,9 @@ fn a_journal_commit_serves_every_fsync_of_its_transaction_and_wakes_them_togethe
     // c0's own, c0 continues at 1.3 ms. c1..c3 ask at 0.2-0.6 ms, during that commit: their
     // changes are in transaction 2, whose commit starts as soon as the first ends and covers
     // all three (2.3 ms). Its end wakes the three at once: each pays its own CPU's exit, none
-    // waits for another (a hand-over chain would space them 100 µs apart).
+    // waits for another (a hand-over chain would space them 100 µs apart). As the kernel's
+    // wake_up on j_wait_done_commit, the first commit's end wakes them too, and they sleep
+    // again: two wakeups each, one for c0 (plus every client's wakeup from its first sleep).
     let sim = journal_fsyncs(&[0, 200_000, 400_000, 600_000]);
     let jr = &sim.sync.journals[0];
     assert_eq!((jr.commits, jr.fsyncs, jr.committed), (2, 4, 2));
@@ -471,6 +473,44 @@ fn a_journal_commit_serves_every_fsync_of_its_transaction_and_wakes_them_togethe
         hi - lo < 20_000,
         "woken together, not one after another: {at:?}"
     );
+    let wakeups: Vec<u64> = sim.tasks[..4].iter().map(|t| t.stats.nr_wakeups).collect();
+    assert_eq!(wakeups, [2, 3, 3, 3]);
+}
+
+#[test]
+fn a_journal_thread_that_waits_again_before_its_commit_is_done_is_an_error() {
+    let w = custom(
+        json!([{"name": "c", "program": [{"op": "journal_commit", "journal": "j"}]},
+               {"name": "jbd2", "delay_ns": 1_000_000, "program": [
+                   {"op": "journal_wait", "journal": "j"}, {"op": "journal_wait", "journal": "j"}]}]),
+        json!([]),
+    );
+    let mut sim = schedsim_core::Sim::new(config(smp(2, 1, KHZ, false), w, "6.12", 5.0)).unwrap();
+    let e = sim.run().unwrap_err();
+    assert!(
+        e.contains("task 'jbd2'") && e.contains("journal_done ends it"),
+        "{e}"
+    );
+}
+
+#[test]
+fn each_cgroup_copy_of_a_workload_has_its_own_journal() {
+    // two clients and a thread, replicated into two groups: each group's journal commits
+    // once for its own two fsyncs
+    let w = json!({"name": "custom", "cgroups": ["a", "b"], "custom": {"channels": [], "tasks": [
+        {"name": "c", "instances": 2, "program": [{"op": "journal_commit", "journal": "j"}]},
+        {"name": "jbd2", "delay_ns": 1_000_000, "program": [{"op": "loop", "count": -1, "body": [
+            {"op": "journal_wait", "journal": "j"}, {"op": "io", "ns": 100_000},
+            {"op": "journal_done", "journal": "j"}]}]}]}});
+    let cfg = json!({"machine": smp(6, 1, KHZ, false), "kernel": {"version": "6.12"},
+        "workload": w, "seed": 7, "duration_ns": 5_000_000_u64,
+        "cgroups": [{"path": "a"}, {"path": "b"}]});
+    let sim = run(serde_json::from_value(cfg).expect("valid config"));
+    let names: Vec<&str> = sim.compiled.journals.iter().map(|s| s.as_str()).collect();
+    assert_eq!(names, ["j@a", "j@b"]);
+    for jr in &sim.sync.journals {
+        assert_eq!((jr.commits, jr.fsyncs), (1, 2));
+    }
 }
 
 #[test]

@@ -1309,7 +1309,7 @@ impl Sim {
                 Ok(done)
             }
             Op::JournalWait { journal } => {
-                let started = self.op_journal_wait(t, cpu, journal);
+                let started = self.op_journal_wait(t, cpu, journal)?;
                 if started {
                     self.tasks[t].pc += 1;
                 }
@@ -1317,7 +1317,7 @@ impl Sim {
             }
             Op::JournalDone { journal } => {
                 self.tasks[t].pc += 1;
-                self.op_journal_done(cpu, journal)?;
+                self.op_journal_done(t, cpu, journal)?;
                 Ok(true)
             }
             Op::CondWait { cond, mutex } => {

@@ -106,7 +106,7 @@ impl Tunables {
                 "sched_cfs_bandwidth_slice_us" => {
                     t.sched_cfs_bandwidth_slice_us = int_value(k, v, 1, 1_000_000)? as u64
                 }
-                "sched_energy_aware" => t.sched_energy_aware = int_value(k, v, 0, 1)? == 1,
+                "sched_energy_aware" => t.sched_energy_aware = flag_value(k, v)?,
                 _ => {}
             }
         }
@@ -116,6 +116,16 @@ impl Tunables {
             t.sched_nr_latency = t.sched_latency_ns.div_ceil(t.sched_min_granularity_ns);
         }
         Ok(t)
+    }
+}
+
+/// A 0/1 sysctl: `0`, `1`, `true` or `false`.
+fn flag_value(key: &str, v: &serde_json::Value) -> Result<bool, String> {
+    match v.as_bool() {
+        Some(b) => Ok(b),
+        None => int_value(key, v, 0, 1)
+            .map(|n| n == 1)
+            .map_err(|e| format!("{e} (or true/false)")),
     }
 }
 

@@ -223,8 +223,9 @@ pub enum OpSpec {
     JournalWait {
         journal: String,
     },
-    /// The journal thread: the commit is written; every fsync waiting for it or an older one
-    /// wakes (`wake_up(&journal->j_wait_done_commit)`).
+    /// The committing thread: the commit is written; every fsync on the wait queue wakes
+    /// (`wake_up(&journal->j_wait_done_commit)`), and those waiting for a later transaction
+    /// sleep again.
     JournalDone {
         journal: String,
     },

@@ -96,14 +96,14 @@ pub struct Journal {
     pub running: u64,
     /// Highest tid a commit was asked for (`j_commit_request`).
     pub requested: u64,
-    /// tid being committed (`j_committing_transaction`).
-    pub committing: Option<u64>,
+    /// tid being committed (`j_committing_transaction`) and the thread committing it.
+    pub committing: Option<(u64, TaskId)>,
     /// tid of the last commit written (`j_commit_sequence`).
     pub committed: u64,
-    /// The journal thread while it sleeps for a request (`j_wait_commit`).
-    pub thread: Option<TaskId>,
-    /// fsyncs asleep until their tid is committed (`j_wait_done_commit`), with that tid.
-    pub waiting: BTreeMap<TaskId, u64>,
+    /// Journal threads asleep until a commit is asked for (`j_wait_commit`).
+    pub idle_threads: Vec<TaskId>,
+    /// fsyncs asleep on `j_wait_done_commit`, each with the tid it waits for, oldest first.
+    pub waiting: Vec<(TaskId, u64)>,
     /// Commits written and fsyncs they completed.
     pub commits: u64,
     pub fsyncs: u64,
@@ -116,8 +116,8 @@ impl Default for Journal {
             requested: 0,
             committing: None,
             committed: 0,
-            thread: None,
-            waiting: BTreeMap::new(),
+            idle_threads: Vec::new(),
+            waiting: Vec::new(),
             commits: 0,
             fsyncs: 0,
         }
@@ -275,17 +275,18 @@ impl Sim {
 
     /// `journal_commit` (an fsync): returns true when the transaction holding the task's
     /// changes is committed. At its first execution the task's changes are in the running
-    /// transaction; it asks for that transaction's commit, waking the journal thread if it
-    /// sleeps, and sleeps until the commit is written. The op runs again at each wakeup.
+    /// transaction; it asks for that transaction's commit, waking the idle journal threads,
+    /// and sleeps until the commit is written. The op runs again at each wakeup; like
+    /// `wait_event`, a task woken before its commit is written sleeps again.
     pub fn op_journal_commit(&mut self, t: TaskId, cpu: usize, j: usize) -> bool {
         let jr = &mut self.sync.journals[j];
-        let tid = match jr.waiting.get(&t) {
-            Some(&tid) => tid,
+        let tid = match jr.waiting.iter().position(|&(w, _)| w == t) {
+            Some(i) => jr.waiting.remove(i).1,
             None => {
                 let tid = jr.running;
                 if jr.requested < tid {
                     jr.requested = tid;
-                    if let Some(thread) = jr.thread.take() {
+                    for thread in std::mem::take(&mut jr.idle_threads) {
                         self.try_to_wake_up(thread, cpu, WakeFlags::default());
                     }
                 }
@@ -294,49 +295,58 @@ impl Sim {
         };
         let jr = &mut self.sync.journals[j];
         if jr.committed >= tid {
-            jr.waiting.remove(&t);
             jr.fsyncs += 1;
             return true;
         }
-        jr.waiting.insert(t, tid);
+        jr.waiting.push((t, tid));
         self.block_task(t, cpu, TaskState::Sleeping);
         false
     }
 
-    /// `journal_wait` (the journal thread): returns true when a commit starts: a commit was
+    /// `journal_wait` (a journal thread): returns true when a commit starts: a commit was
     /// asked for a transaction not yet committed, and the running transaction becomes the
     /// committing one (later fsyncs join a new one). Otherwise the thread sleeps until asked.
-    pub fn op_journal_wait(&mut self, t: TaskId, cpu: usize, j: usize) -> bool {
+    pub fn op_journal_wait(&mut self, t: TaskId, cpu: usize, j: usize) -> Result<bool, String> {
         let jr = &mut self.sync.journals[j];
-        if jr.committing.is_none() && jr.requested > jr.committed {
-            jr.committing = Some(jr.running);
-            jr.running += 1;
-            return true;
+        match jr.committing {
+            Some((_, c)) if c == t => Err(format!(
+                "task '{}': journal_wait on journal '{}' with its own commit under way \
+                 (journal_done ends it)",
+                self.tasks[t].comm, self.compiled.journals[j]
+            )),
+            None if jr.requested > jr.committed => {
+                jr.committing = Some((jr.running, t));
+                jr.running += 1;
+                Ok(true)
+            }
+            _ => {
+                jr.idle_threads.push(t);
+                self.block_task(t, cpu, TaskState::Sleeping);
+                Ok(false)
+            }
         }
-        jr.thread = Some(t);
-        self.block_task(t, cpu, TaskState::Sleeping);
-        false
     }
 
-    /// `journal_done` (the journal thread): the committing transaction is written; every
-    /// fsync waiting for it or an older one wakes, all at once.
-    pub fn op_journal_done(&mut self, cpu: usize, j: usize) -> Result<(), String> {
+    /// `journal_done` (the committing thread): the transaction is written. Like the kernel's
+    /// `wake_up(&journal->j_wait_done_commit)`, it wakes every fsync on the wait queue, newest
+    /// first; those waiting for a later transaction sleep again.
+    pub fn op_journal_done(&mut self, t: TaskId, cpu: usize, j: usize) -> Result<(), String> {
         let jr = &mut self.sync.journals[j];
-        let Some(tid) = jr.committing.take() else {
-            return Err(format!(
-                "journal '{}': journal_done without a commit under way (journal_wait starts one)",
-                self.compiled.journals[j]
-            ));
+        let tid = match jr.committing {
+            Some((tid, c)) if c == t => tid,
+            _ => {
+                return Err(format!(
+                    "task '{}': journal_done on journal '{}' without a commit of its own under \
+                     way (journal_wait starts one)",
+                    self.tasks[t].comm, self.compiled.journals[j]
+                ))
+            }
         };
+        jr.committing = None;
         jr.committed = tid;
         jr.commits += 1;
-        let ready: Vec<TaskId> = jr
-            .waiting
-            .iter()
-            .filter(|&(_, &w)| w <= tid)
-            .map(|(&t, _)| t)
-            .collect();
-        for w in ready {
+        let woken: Vec<TaskId> = jr.waiting.iter().rev().map(|&(w, _)| w).collect();
+        for w in woken {
             self.try_to_wake_up(w, cpu, WakeFlags::default());
         }
         Ok(())
