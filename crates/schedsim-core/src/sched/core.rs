@@ -1084,6 +1084,16 @@ impl Sim {
                 let task = &self.tasks[t];
                 task.exited_children == 0 && task.live_children > 0
             }
+            Op::JournalCommit { journal } => {
+                let jr = &self.sync.journals[*journal];
+                jr.waiting
+                    .iter()
+                    .any(|&(w, tid)| w == t && tid > jr.committed)
+            }
+            Op::JournalWait { journal } => {
+                let jr = &self.sync.journals[*journal];
+                jr.committing.is_none() && jr.requested <= jr.committed
+            }
             _ => false,
         }
     }
@@ -1301,8 +1311,13 @@ impl Sim {
                 }
                 Ok(durable)
             }
+            Op::JournalRequest { journal } => {
+                self.tasks[t].pc += 1;
+                self.op_journal_request(t, cpu, journal);
+                Ok(true)
+            }
             Op::JournalCommit { journal } => {
-                let done = self.op_journal_commit(t, cpu, journal);
+                let done = self.op_journal_commit(t, cpu, journal)?;
                 if done {
                     self.tasks[t].pc += 1;
                 }

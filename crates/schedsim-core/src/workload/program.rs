@@ -78,6 +78,12 @@ pub enum Op {
         log: usize,
         ns: u64,
     },
+    /// The first half of `journal_commit`: ask for the running transaction's commit (the
+    /// wakeup it pays runs before the wait).
+    JournalRequest {
+        journal: usize,
+    },
+    /// The second half: sleep until the asked-for commit is written.
     JournalCommit {
         journal: usize,
     },
@@ -327,9 +333,11 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                 log: intern(&mut ctx.names.logs, log),
                 ns: *ns,
             },
-            OpSpec::JournalCommit { journal } => Op::JournalCommit {
-                journal: intern(&mut ctx.names.journals, journal),
-            },
+            OpSpec::JournalCommit { journal } => {
+                let journal = intern(&mut ctx.names.journals, journal);
+                out.push(Op::JournalRequest { journal });
+                Op::JournalCommit { journal }
+            }
             OpSpec::JournalWait { journal } => Op::JournalWait {
                 journal: intern(&mut ctx.names.journals, journal),
             },
@@ -596,7 +604,8 @@ impl ObjectCounts {
             Op::Clock { clock, .. } => *clock += k * self.clocks,
             Op::LockRow { table, .. } | Op::UnlockRows { table } => *table += k * self.tables,
             Op::GroupCommit { log, .. } => *log += k * self.logs,
-            Op::JournalCommit { journal }
+            Op::JournalRequest { journal }
+            | Op::JournalCommit { journal }
             | Op::JournalWait { journal }
             | Op::JournalDone { journal } => *journal += k * self.journals,
             _ => {}

@@ -12,8 +12,9 @@
 //!   database page and fdatasyncs it (iowait for the write and the cache flush ext4 issues),
 //!   and unlinks the journal: two fsyncs per transaction. With `journal_mode=wal` a commit
 //!   appends one frame to the WAL and fdatasyncs it: one fsync per transaction;
-//! - `jbd2/nvme0n1p1-8`: the ext4 journal thread; per commit it writes the journal blocks,
-//!   the commit block with a preflush (iowait), then wakes the fsync caller.
+//! - `jbd2/nvme0n1p1-8`: the ext4 journal thread (the `journal_*` ops, as dbench's); per
+//!   commit it writes the journal blocks, the commit block with a preflush (iowait), then wakes
+//!   the fsync caller.
 //!
 //! The metric is the Perl driver's transactions per second after its 2 s warmup (MMTests
 //! parses only the `execute` samples), or over the whole run when it is shorter.
@@ -40,6 +41,8 @@ pub const PIPE_BYTES: f64 = 65536.0;
 /// MMTests' warmup threshold in sqlite-txnpersec.pl ($threshold = 2 s).
 pub const WARMUP_NS: u64 = 2_000_000_000;
 pub const JBD2: &str = "jbd2/nvme0n1p1-8";
+/// The filesystem's journal, which `JBD2` commits.
+pub const JOURNAL: &str = "jbd2";
 
 pub fn info() -> WorkloadInfo {
     WorkloadInfo {
@@ -128,9 +131,10 @@ impl SqliteInsert {
             ops.push(OpSpec::Io {
                 ns: self.journal_io_ns,
             });
-            // the journal's new inode size needs a jbd2 commit: wake jbd2, wait for it
-            ops.push(OpSpec::Resume { task: JBD2.into() });
-            ops.push(OpSpec::Suspend);
+            // the journal's new inode size needs a jbd2 commit: ask for it, wait for it
+            ops.push(OpSpec::JournalCommit {
+                journal: JOURNAL.into(),
+            });
             ops.push(run(c("db_write_cycles")));
             ops.push(mark("fsync"));
             ops.push(OpSpec::Io { ns: self.db_io_ns });
@@ -182,14 +186,16 @@ impl Model for SqliteInsert {
                     looped(
                         self.inserts as i64,
                         vec![
-                            OpSpec::Suspend,
+                            OpSpec::JournalWait {
+                                journal: JOURNAL.into(),
+                            },
                             run(self.c["jbd2_commit_cycles"]),
                             OpSpec::Io {
                                 ns: self.commit_io_ns,
                             },
                             mark("commit"),
-                            OpSpec::Resume {
-                                task: "sqlite3".into(),
+                            OpSpec::JournalDone {
+                                journal: JOURNAL.into(),
                             },
                         ],
                     ),

@@ -273,34 +273,40 @@ impl Sim {
         }
     }
 
-    /// `journal_commit` (an fsync): returns true when the transaction holding the task's
-    /// changes is committed. At its first execution the task's changes are in the running
-    /// transaction; it asks for that transaction's commit, waking the idle journal threads,
-    /// and sleeps until the commit is written. The op runs again at each wakeup; like
-    /// `wait_event`, a task woken before its commit is written sleeps again.
-    pub fn op_journal_commit(&mut self, t: TaskId, cpu: usize, j: usize) -> bool {
+    /// The request of `journal_commit` (an fsync): the task's changes are in the running
+    /// transaction; it asks for that transaction's commit, waking the idle journal threads, and
+    /// queues on the journal's wait queue for it.
+    pub fn op_journal_request(&mut self, t: TaskId, cpu: usize, j: usize) {
         let jr = &mut self.sync.journals[j];
-        let tid = match jr.waiting.iter().position(|&(w, _)| w == t) {
-            Some(i) => jr.waiting.remove(i).1,
-            None => {
-                let tid = jr.running;
-                if jr.requested < tid {
-                    jr.requested = tid;
-                    for thread in std::mem::take(&mut jr.idle_threads) {
-                        self.try_to_wake_up(thread, cpu, WakeFlags::default());
-                    }
-                }
-                tid
-            }
-        };
-        let jr = &mut self.sync.journals[j];
-        if jr.committed >= tid {
-            jr.fsyncs += 1;
-            return true;
-        }
+        let tid = jr.running;
         jr.waiting.push((t, tid));
+        if jr.requested < tid {
+            jr.requested = tid;
+            for thread in std::mem::take(&mut jr.idle_threads) {
+                self.try_to_wake_up(thread, cpu, WakeFlags::default());
+            }
+        }
+    }
+
+    /// The wait of `journal_commit`: returns true when the asked-for commit is written.
+    /// Otherwise the task sleeps (again, if woken early, like `wait_event`) as the newest on
+    /// the wait queue.
+    pub fn op_journal_commit(&mut self, t: TaskId, cpu: usize, j: usize) -> Result<bool, String> {
+        let jr = &mut self.sync.journals[j];
+        let Some(i) = jr.waiting.iter().position(|&(w, _)| w == t) else {
+            return Err(format!(
+                "task '{}': waits on journal '{}' without asking for a commit",
+                self.tasks[t].comm, self.compiled.journals[j]
+            ));
+        };
+        let entry = jr.waiting.remove(i);
+        if jr.committed >= entry.1 {
+            jr.fsyncs += 1;
+            return Ok(true);
+        }
+        jr.waiting.push(entry);
         self.block_task(t, cpu, TaskState::Sleeping);
-        false
+        Ok(false)
     }
 
     /// `journal_wait` (a journal thread): returns true when a commit starts: a commit was
