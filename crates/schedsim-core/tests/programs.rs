@@ -526,3 +526,135 @@ fn journal_done_needs_a_commit_under_way() {
         "{e}"
     );
 }
+
+/// Two pinned CPUs at 1 GHz (ns = cycles) with kernel costs: a 6,000-cycle sleep-and-wake
+/// switch of which the sleeping task runs 3,000 itself on its way to sleep, a 4,000-cycle
+/// wakeup paid by the waker before its IPI leaves; POLL only, so an idle CPU leaves idle at
+/// once.
+fn costed_pair(tasks: serde_json::Value) -> schedsim_core::Sim {
+    let mut m = smp(2, 1, KHZ, true);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(3000.0);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    run(config(m, custom(tasks, json!([])), "5.2", 0.0))
+}
+
+fn pinned(name: &str, cpu: usize, body: serde_json::Value) -> serde_json::Value {
+    let mut program = vec![json!({"op": "set_affinity", "cpus": [cpu]})];
+    program.extend(body.as_array().unwrap().iter().cloned());
+    json!({"name": name, "start_cpu": cpu, "program": program})
+}
+
+#[test]
+fn cond_wait_pays_the_wakeup_of_the_mutexs_next_owner_before_it_sleeps() {
+    // a holds m, works 10,000 and waits on c, which releases m to b (asleep in lock since
+    // ~1,000). a pays b's 4,000-cycle wakeup and its own 3,000 way to sleep; b's CPU starts
+    // when the IPI leaves, 4,000 after "a_waits", and b pays the other 3,000 of the switch:
+    // b holds m at a_waits + 7,000 (a_waits + 10,000 if b slept in lock without its way to
+    // sleep). b works 5,000 and signals: its 4,000 wakeup is paid before the IPI, then a pays
+    // its 3,000 and retakes m, which b released right after that wakeup: a is back at
+    // b_signals + 7,000 (+ 11,000 if a's wakeup of b were still owed).
+    let a = pinned(
+        "a",
+        0,
+        json!([
+            {"op": "lock", "mutex": "m"}, {"op": "run", "cycles": 10_000.0},
+            {"op": "mark", "name": "a_waits"}, {"op": "cond_wait", "cond": "c", "mutex": "m"},
+            {"op": "mark", "name": "a_back"}, {"op": "unlock", "mutex": "m"}]),
+    );
+    let b = pinned(
+        "b",
+        1,
+        json!([
+            {"op": "run", "cycles": 1_000.0}, {"op": "lock", "mutex": "m"},
+            {"op": "mark", "name": "b_holds"}, {"op": "run", "cycles": 5_000.0},
+            {"op": "mark", "name": "b_signals"}, {"op": "signal", "cond": "c"},
+            {"op": "unlock", "mutex": "m"}]),
+    );
+    let sim = costed_pair(json!([a, b]));
+    let at = |name: &str| mark_time(&sim, name)[0] as i64;
+    assert_eq!(at("b_holds") - at("a_waits"), 7_000);
+    assert_eq!(at("a_back") - at("b_signals"), 7_000);
+    assert_eq!(sim.live_tasks, 0);
+}
+
+#[test]
+fn a_signal_on_the_way_to_sleep_is_not_lost() {
+    // b is asleep in lock; a's cond_wait releases m to b and a starts its 7,000 cycles of
+    // wakeup and way to sleep. b runs 3,000 of switch and signals at once, 4,000 before a
+    // gets to sleep: a takes the signal where it is and never sleeps.
+    let a = pinned(
+        "a",
+        0,
+        json!([
+            {"op": "lock", "mutex": "m"}, {"op": "run", "cycles": 10_000.0},
+            {"op": "cond_wait", "cond": "c", "mutex": "m"},
+            {"op": "mark", "name": "a_back"}, {"op": "unlock", "mutex": "m"}]),
+    );
+    let b = pinned(
+        "b",
+        1,
+        json!([
+            {"op": "run", "cycles": 1_000.0}, {"op": "lock", "mutex": "m"},
+            {"op": "signal", "cond": "c"}, {"op": "unlock", "mutex": "m"}]),
+    );
+    let sim = costed_pair(json!([a, b]));
+    assert_eq!(mark_time(&sim, "a_back").len(), 1);
+    assert_eq!(sim.tasks[0].stats.nr_wakeups, 0, "a never slept");
+    assert_eq!(sim.live_tasks, 0);
+}
+
+#[test]
+fn barrier_and_suspend_sleepers_pay_their_way_to_sleep_before_they_sleep() {
+    // The sleeper arrives first and pays its 3,000 way to sleep before it sleeps; the other
+    // works 10,000, releases it and pays the 4,000 wakeup before the IPI; the sleeper then
+    // pays the other 3,000 of the switch: it goes on at 17,000 after the releaser's start of
+    // work (20,000 if it had slept without its way to sleep).
+    for (sleep_op, release_op) in [
+        (
+            json!({"op": "barrier", "name": "b"}),
+            json!({"op": "barrier", "name": "b"}),
+        ),
+        (
+            json!({"op": "suspend"}),
+            json!({"op": "resume", "task": "s"}),
+        ),
+    ] {
+        let s = pinned("s", 1, json!([sleep_op, {"op": "mark", "name": "s_on"}]));
+        let r = pinned(
+            "r",
+            0,
+            json!([{"op": "mark", "name": "r_starts"}, {"op": "run", "cycles": 10_000.0},
+                   release_op]),
+        );
+        let sim = costed_pair(json!([s, r]));
+        let at = |name: &str| mark_time(&sim, name)[0] as i64;
+        assert_eq!(at("s_on") - at("r_starts"), 17_000, "{sleep_op}");
+        assert_eq!(sim.tasks[0].stats.nr_wakeups, 1, "{sleep_op}: s slept once");
+    }
+}
+
+#[test]
+fn a_row_lock_waiter_pays_its_way_to_sleep_before_it_sleeps() {
+    // One row: h locks it and works 10,000; w asks at ~1,000, pays its 3,000 way to sleep and
+    // sleeps; h's unlock_rows pays w's 4,000 wakeup before the IPI, and w pays the other 3,000
+    // of the switch: w holds the row 7,000 after h's release (10,000 if it had slept without
+    // its way to sleep).
+    let h = pinned(
+        "h",
+        0,
+        json!([{"op": "lock_row", "table": "t", "rows": 1}, {"op": "run", "cycles": 10_000.0},
+               {"op": "mark", "name": "h_releases"}, {"op": "unlock_rows", "table": "t"}]),
+    );
+    let w = pinned(
+        "w",
+        1,
+        json!([{"op": "run", "cycles": 1_000.0}, {"op": "lock_row", "table": "t", "rows": 1},
+               {"op": "mark", "name": "w_holds"}, {"op": "unlock_rows", "table": "t"}]),
+    );
+    let sim = costed_pair(json!([h, w]));
+    let at = |name: &str| mark_time(&sim, name)[0] as i64;
+    assert_eq!(at("w_holds") - at("h_releases"), 7_000);
+    assert!(sim.sync.tables[0].held.is_empty(), "every row released");
+}

@@ -95,6 +95,8 @@ impl Sim {
             burst: None,
             pending_overhead: 0.0,
             block_path_done: false,
+            cond_queued: false,
+            pending_row: None,
             timer_next: None,
             poll_served: 0,
             poll_next: 0,
@@ -1069,11 +1071,28 @@ impl Sim {
     }
 
     /// Whether `op` would put `t` to sleep now waiting for another task: a receive from empty
-    /// channels, a send to a full one, a wait for a child still running.
+    /// channels, a send to a full one, a wait for a child still running, a mutex or a row
+    /// another task holds, a barrier others have yet to reach, a suspend with no resume
+    /// pending, a condition not yet signalled.
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
+        let held_by_other = |m: &crate::workload::sync::MutexState| m.owner.is_some_and(|o| o != t);
         match op {
+            Op::Lock { mutex } => held_by_other(&self.sync.mutexes[*mutex]),
+            Op::LockRow { table, .. } => self.tasks[t].pending_row.is_some_and(|row| {
+                self.sync.tables[*table]
+                    .rows
+                    .get(&row)
+                    .is_some_and(held_by_other)
+            }),
+            Op::Barrier { barrier } => {
+                self.sync.barriers[*barrier].arrived + 1 < self.compiled.barrier_parties[*barrier]
+            }
+            Op::Suspend => self.tasks[t].resume_pending == 0,
+            Op::CondWait { cond, .. } => {
+                self.tasks[t].cond_queued && self.sync.conds[*cond].contains(&t)
+            }
             Op::Recv { chan } => self.chans[*chan].count == 0,
             Op::RecvAny { chans } => chans.iter().all(|&c| self.chans[c].count == 0),
             Op::Send { chan } => full(*chan),
@@ -1295,8 +1314,15 @@ impl Sim {
                 Ok(self.op_barrier(t, cpu, barrier))
             }
             Op::LockRow { table, rows } => {
+                // first execution: draw the row; the second (after the blocking path, if the
+                // row is held) locks it
+                let Some(row) = self.tasks[t].pending_row.take() else {
+                    let row = self.rng_workload.below(rows as u64) as u32;
+                    self.tasks[t].pending_row = Some(row);
+                    return Ok(true);
+                };
                 self.tasks[t].pc += 1;
-                Ok(self.op_lock_row(t, cpu, table, rows))
+                Ok(self.op_lock_row(t, cpu, table, row))
             }
             Op::UnlockRows { table } => {
                 self.tasks[t].pc += 1;
@@ -1336,9 +1362,15 @@ impl Sim {
                 Ok(true)
             }
             Op::CondWait { cond, mutex } => {
+                // first execution: queue on the condition and release the mutex, paying the
+                // wakeup of its next owner; the second (after the blocking path) sleeps unless
+                // a signal came meanwhile
+                if !self.tasks[t].cond_queued {
+                    self.op_cond_queue(t, cpu, cond, mutex);
+                    return Ok(true);
+                }
                 self.tasks[t].pc += 1;
-                self.op_cond_wait(t, cpu, cond, mutex);
-                Ok(false)
+                Ok(self.op_cond_sleep(t, cpu, cond))
             }
             Op::Signal { cond } => {
                 self.tasks[t].pc += 1;

@@ -171,6 +171,11 @@ pub struct Task {
     /// (`KernelCosts::context_switch_out`): the op now sleeps, or proceeds if what it waits
     /// for arrived meanwhile.
     pub block_path_done: bool,
+    /// `cond_wait`: queued on the condition and the mutex released, not yet asleep (a signal
+    /// meanwhile takes it off the queue, and it then continues without sleeping).
+    pub cond_queued: bool,
+    /// `lock_row`: the row drawn at the op's first execution, locked at its second.
+    pub pending_row: Option<u32>,
     /// Next absolute activation of the periodic timer.
     pub timer_next: Option<Time>,
     /// `recv_any`: the position in its channel set it served last (`send_polled` replies

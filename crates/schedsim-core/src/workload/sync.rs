@@ -171,10 +171,9 @@ impl Sim {
         }
     }
 
-    /// `lock_row`: lock a uniformly drawn row of `table`; returns true if the task got it and
-    /// continues, false if it sleeps until the holder's `unlock_rows` hands it over.
-    pub fn op_lock_row(&mut self, t: TaskId, cpu: usize, table: usize, rows: u32) -> bool {
-        let row = self.rng_workload.below(rows as u64) as u32;
+    /// `lock_row`: lock `row` of `table` (drawn uniformly by the op); returns true if the task
+    /// got it and continues, false if it sleeps until the holder's `unlock_rows` hands it over.
+    pub fn op_lock_row(&mut self, t: TaskId, cpu: usize, table: usize, row: u32) -> bool {
         let tb = &mut self.sync.tables[table];
         tb.held.entry(t).or_default().push(row);
         let got = tb.rows.entry(row).or_default().acquire(t);
@@ -358,13 +357,25 @@ impl Sim {
         Ok(())
     }
 
-    /// `wait` on a condition: release the mutex and sleep until signalled.
-    pub fn op_cond_wait(&mut self, t: TaskId, cpu: usize, cond: usize, m: usize) {
+    /// `wait` on a condition, first half: join the condition's queue, then release the mutex
+    /// (as `pthread_cond_wait` does, so a signal from the mutex's next owner is not lost).
+    pub fn op_cond_queue(&mut self, t: TaskId, cpu: usize, cond: usize, m: usize) {
+        self.sync.conds[cond].push_back(t);
+        self.tasks[t].cond_queued = true;
         if self.sync.mutexes[m].owner == Some(t) {
             self.op_unlock(cpu, m);
         }
-        self.sync.conds[cond].push_back(t);
+    }
+
+    /// `wait` on a condition, second half: sleep until signalled, or continue if a signal
+    /// took the task off the queue while it paid its way here. Returns true if it continues.
+    pub fn op_cond_sleep(&mut self, t: TaskId, cpu: usize, cond: usize) -> bool {
+        self.tasks[t].cond_queued = false;
+        if !self.sync.conds[cond].contains(&t) {
+            return true;
+        }
         self.block_task(t, cpu, TaskState::Sleeping);
+        false
     }
 
     /// `signal` (one waiter) or `broad` (all waiters).
