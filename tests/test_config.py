@@ -259,6 +259,21 @@ def test_rt_app_file_must_exist(fake_core, monkeypatch) -> None:
         build_config("skylake-8x", "rt-app:/no/such/file.json")
 
 
+def test_rt_app_string_takes_a_path_then_key_value_parameters() -> None:
+    from schedsim.config import parse_workload
+
+    assert parse_workload("rt-app:a/b.json").params == {"path": "a/b.json"}
+    got = parse_workload("rt-app:a/b.json,calibration=max").params
+    assert got == {"path": "a/b.json", "calibration": "max"}
+    # a comma not followed by key=value stays in the path; numbers are read as numbers
+    got = parse_workload("rt-app: x,y.json , calibration = 1200").params
+    assert got == {"path": "x,y.json", "calibration": 1200}
+    with pytest.raises(ConfigError, match="'path' given twice"):
+        parse_workload("rt-app:x.json,path=y.json")
+    with pytest.raises(ConfigError, match=r"rt-app:PATH\[,key=value...\]"):
+        parse_workload("rt-app:,calibration=max")
+
+
 def test_open_ended_workload_needs_a_duration(fake_core) -> None:
     with pytest.raises(ConfigError, match="'periodic' is open-ended: give a duration"):
         build_config("skylake-8x", "periodic:tasks=2")

@@ -182,3 +182,18 @@ def test_journal_ops_from_python_share_one_commit() -> None:
     r = schedsim.run("skylake-8x", p.custom_workload(tasks=[client, thread]), duration="20ms")
     assert r.metrics["marks_commit"] == 1
     assert r.metrics["marks_durable"] == 2
+
+
+def test_rt_app_calibration_parameter_picks_the_fastest_cpu() -> None:
+    """sdm845's fastest CPU is a big core (CPU 4): `calibration=max` calibrates `run` there, so
+    pLoad is shorter than on the file's CPU0 and the task needs the big cluster at 70 %."""
+    ramp = "crates/schedsim-core/data/rt-app/eb92692b-ramp-70-10-16ms.reconstructed.json"
+
+    def run(extra: str) -> schedsim.RunResult:
+        return schedsim.run("sdm845", f"rt-app:{ramp}{extra}", kernel="5.4", duration="400ms")
+
+    little, big, cpu4 = run(""), run(",calibration=max"), run(",calibration=CPU4")
+    assert big.metrics["pload_ns"] == cpu4.metrics["pload_ns"]
+    assert big.metrics["pload_ns"] < little.metrics["pload_ns"]
+    assert big.cpus.loc[big.cpus["busy_pct"].idxmax(), "cpu"] >= 4
+    assert little.cpus.loc[little.cpus["busy_pct"].idxmax(), "cpu"] < 4

@@ -79,8 +79,12 @@ class WorkloadRequest:
     params: dict[str, Any]
 
 
+_RTAPP_ARGS = re.compile(r"^(.*?)((?:,\s*[A-Za-z_][A-Za-z0-9_]*\s*=[^,]*)*)$")
+
+
 def parse_workload(text: str) -> WorkloadRequest:
-    """Parse the workload grammar `NAME[:k=v,k=v]`; `rt-app:PATH` names an rt-app JSON file.
+    """Parse the workload grammar `NAME[:k=v,k=v]`; `rt-app:PATH[,k=v...]` names an rt-app JSON
+    file and its optional parameters.
 
     Values are parsed as int, float or string. Raises ConfigError on a malformed string.
     """
@@ -90,11 +94,16 @@ def parse_workload(text: str) -> WorkloadRequest:
     name = name.strip()
     if not _NAME.match(name):
         raise ConfigError(f"workload '{text}': bad name '{name}'; expected NAME[:key=value,...]")
-    if name == "rt-app":
-        if not rest.strip():
-            raise ConfigError(f"workload '{text}': expected rt-app:PATH (an rt-app JSON file)")
-        return WorkloadRequest(name, {"path": rest.strip()})
     params: dict[str, Any] = {}
+    if name == "rt-app":
+        # rt-app:PATH[,key=value...]: the path is everything before the trailing key=value items
+        m = _RTAPP_ARGS.match(rest.strip())
+        if not m or not m.group(1).strip():
+            raise ConfigError(
+                f"workload '{text}': expected rt-app:PATH[,key=value...] (an rt-app JSON file)"
+            )
+        params["path"] = m.group(1).strip()
+        rest, sep = m.group(2).lstrip(","), ""
     if sep and not rest.strip():
         raise ConfigError(f"workload '{text}': nothing after ':'; expected NAME:key=value,...")
     if rest.strip():

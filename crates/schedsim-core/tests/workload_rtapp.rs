@@ -633,3 +633,56 @@ fn taskgroup_puts_the_task_in_a_cgroup_rt_app_creates() {
     assert_eq!(sim.tgs[g].usage_ns, t.stats.cpu_ns);
     assert!(sim.tgs[g].cfs_b.quota.is_none());
 }
+
+#[test]
+fn the_calibration_parameter_overrides_the_files_and_max_picks_the_fastest_cpu() {
+    // CPU0 at 2 GHz, CPU1 in a second domain at 4 GHz; the file calibrates on CPU0
+    let mut m = machine(2, None);
+    let mut fast_domain = m["freq_domains"][0].clone();
+    fast_domain["opps"] = json!([{"khz": KHZ, "uv": 700000}, {"khz": 2 * KHZ, "uv": 1000000}]);
+    m["freq_domains"] = json!([m["freq_domains"][0].clone(), fast_domain]);
+    m["cpus"][1]["freq_domain"] = json!(1);
+    let p = temp_file(
+        "calib-override.json",
+        r#"{"tasks": {"t": {"loop": 2, "run": 1000, "sleep": 1000}},
+           "global": {"calibration": "CPU0"}}"#,
+    );
+    let with = |calibration: Value| {
+        let w = json!({"name": "rt-app",
+                       "params": {"path": p.to_str().unwrap(), "calibration": calibration}});
+        Sim::new(config(m.clone(), w, "6.12", 0.0))
+    };
+    let pload = |calibration: Value| {
+        let mut sim = with(calibration).unwrap();
+        sim.run().unwrap();
+        metrics(&sim)["pload_ns"]
+    };
+    // 61 cycles per loop (data/workloads/rt-app.json): round(61 / 2) = 31 ns on CPU0 at
+    // 2 GHz, round(61 / 4) = 15 ns on CPU1 at 4 GHz
+    let mut plain = Sim::new(cfg(m.clone(), &p, 0.0)).unwrap();
+    plain.run().unwrap();
+    assert_eq!(metrics(&plain)["pload_ns"], 31.0);
+    assert_eq!(pload(json!("max")), 15.0);
+    assert_eq!(pload(json!("CPU1")), 15.0);
+    assert_eq!(pload(json!("CPU0")), 31.0);
+    assert_eq!(pload(json!(128)), 128.0);
+    assert_eq!(pload(json!("128")), 128.0);
+    for bad in [
+        json!("CPU2"),
+        json!("fastest"),
+        json!(0),
+        json!(-3),
+        json!(true),
+    ] {
+        let err = match with(bad.clone()) {
+            Ok(_) => panic!("calibration = {bad} accepted"),
+            Err(e) => e,
+        };
+        assert!(
+            err.contains("parameter calibration")
+                && err.contains("\"max\"")
+                && err.contains("n < 2"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -226,6 +226,12 @@ impl<'a> Params<'a> {
         Ok(x)
     }
 
+    /// A parameter's value as given; `None` when absent.
+    pub fn raw(&self, name: &str) -> Option<&serde_json::Value> {
+        debug_assert!(self.allowed.contains(&name));
+        self.map.get(name)
+    }
+
     /// A string parameter; `None` when absent.
     pub fn string(&self, name: &str) -> Result<Option<String>, String> {
         debug_assert!(self.allowed.contains(&name));

@@ -36,11 +36,18 @@ pub fn info() -> WorkloadInfo {
     WorkloadInfo {
         name: "rt-app",
         description: "An rt-app JSON file (rt-app:PATH): tasks, phases and events as rt-app runs them; run is work calibrated on the calibration CPU at its highest frequency, runtime is wall time; metrics are rt-app's per-activation log (perf, run, period, slack, wu_lat).",
-        params: vec![ParamInfo {
-            name: "path",
-            default: serde_json::Value::Null,
-            description: "path of the rt-app JSON file",
-        }],
+        params: vec![
+            ParamInfo {
+                name: "path",
+                default: serde_json::Value::Null,
+                description: "path of the rt-app JSON file",
+            },
+            ParamInfo {
+                name: "calibration",
+                default: serde_json::Value::Null,
+                description: "overrides the file's global calibration: \"CPUn\" (run is work at CPU n's highest frequency), \"max\" (the fastest CPU's, as LISA writes the pLoad of the fastest CPU) or ns per loop",
+            },
+        ],
         metrics: vec![
             "rows",
             "run_us_mean",
@@ -828,6 +835,46 @@ fn parse_task(
     })
 }
 
+/// The `calibration` parameter: "CPUn", "max" (the CPU with the highest capacity at its
+/// highest frequency; the first of equals) or ns per calibration loop (an integer > 0).
+fn calibration_param(p: &Params, ctx: &GenCtx) -> Result<Option<Calibration>, String> {
+    let Some(v) = p.raw("calibration") else {
+        return Ok(None);
+    };
+    let bad = || {
+        format!(
+            "workload 'rt-app': parameter calibration = {v}: expected \"CPUn\" (n < {}), \"max\" or ns per loop (an integer > 0)",
+            ctx.topo.nr_cpus()
+        )
+    };
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return Err(bad()),
+    };
+    if text == "max" {
+        let speed = |c: usize| {
+            let cpu = &ctx.topo.cpus[c];
+            ctx.machine.freq_domains[cpu.freq_domain]
+                .opps
+                .last()
+                .map_or(0.0, |o| o.khz as f64 * cpu.ipc_scale)
+        };
+        let best = (0..ctx.topo.nr_cpus()).fold(0, |b, c| if speed(c) > speed(b) { c } else { b });
+        return Ok(Some(Calibration::Cpu(best)));
+    }
+    if let Some(n) = text.strip_prefix("CPU") {
+        return match n.parse::<usize>() {
+            Ok(c) if c < ctx.topo.nr_cpus() => Ok(Some(Calibration::Cpu(c))),
+            _ => Err(bad()),
+        };
+    }
+    match text.parse::<u64>() {
+        Ok(ns) if ns > 0 => Ok(Some(Calibration::NsPerLoop(ns))),
+        _ => Err(bad()),
+    }
+}
+
 fn parse_global(cx: &Cx, node: Option<&Node>, nr_cpus: usize) -> Result<Global, String> {
     let mut g = Global {
         duration_s: -1,
@@ -1003,13 +1050,24 @@ impl RtApp {
         let path = p.string("path")?.ok_or_else(|| {
             "workload 'rt-app': parameter path is required (rt-app:PATH)".to_string()
         })?;
+        let calibration = calibration_param(&p, ctx)?;
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("workload 'rt-app': cannot read '{path}': {e}"))?;
-        Self::from_str(&path, &text, ctx)
+        Self::build(&path, &text, ctx, calibration)
     }
 
     /// Build from the file's text; `file` names it in errors.
     pub fn from_str(file: &str, text: &str, ctx: &GenCtx) -> Result<Self, String> {
+        Self::build(file, text, ctx, None)
+    }
+
+    /// Build from the file's text, with the `calibration` parameter's override if given.
+    fn build(
+        file: &str,
+        text: &str,
+        ctx: &GenCtx,
+        calibration: Option<Calibration>,
+    ) -> Result<Self, String> {
         let consts = Constants::parse("rt-app", CONSTANTS_JSON)?;
         let cx = Cx { file };
         let root = json::parse(text).map_err(|e| format!("{file}:{e}"))?;
@@ -1030,7 +1088,10 @@ impl RtApp {
                 }
             }
         }
-        let global = parse_global(&cx, global_node, nr_cpus)?;
+        let mut global = parse_global(&cx, global_node, nr_cpus)?;
+        if let Some(c) = calibration {
+            global.calibration = c;
+        }
         if let Some(r) = resources_node {
             check_resources(&cx, r)?;
         }
