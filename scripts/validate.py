@@ -443,6 +443,9 @@ def load_published(path: Path) -> tuple[dict[str, Any], list[Cell]]:
                         "`baseline`, the config its ratios are to"
                     )
                 common["baseline"] = t["baseline"]
+            elif "baseline" in t:
+                # a ratio the simulation gives as two absolute values: new over baseline
+                common["baseline"] = t["baseline"]
             if not absolute:
                 cells += [
                     Cell(config=c, published=v, **common)
@@ -501,6 +504,8 @@ def simulated_value(tables: Any, cell: Cell) -> float:
             t = t[(t.stat == "Amean") & (t.op == cell.op)]
         elif cell.section == "select-profile":
             t = t[(t.stat == "Avg") & (t.op == cell.op)]
+        elif cell.section == "specpower-score":
+            t = t[(t.stat == "Score") & (t.op == cell.op)]
         else:
             t = t[t.stat.isin(["Hmean", "Amean"]) & (t.op == cell.op)]
         if len(t) != 1:

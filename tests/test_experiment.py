@@ -369,3 +369,38 @@ def test_the_real_core_rejects_an_unknown_feature_at_load(real_core, tmp_path) -
     )
     message = error(tmp_path, text)
     assert "config[2] (new)" in message and "NO_SUCH_FEATURE" in message, message
+
+
+def test_specpower_sweep_prints_the_ssj_score(real_core, tmp_path) -> None:
+    """A load_pct sweep of `specpower` gets SPECpower's score: the sum of the levels' ssj_ops
+    over the sum of their package power, from the per-run results."""
+    text = BASE.split("[[benchmark]]")[0] + textwrap.dedent(
+        """
+        [[benchmark]]
+        workload = "specpower"
+        param = "load_pct"
+        values = [60, 20, 0]
+        params = { warmup_s = 0.1 }
+        duration = "400ms"
+        """
+    )
+    exp = load(tmp_path, text)
+    res = exp.run(jobs=1)
+    table = next(t for t in res.table_list if t.section == "specpower-score")
+    assert table.configs == ["base", "new"]
+    (row,) = table.rows
+    assert (row.stat, row.op) == ("Score", "ssj_ops/W")
+    for config, score in zip(table.configs, row.values, strict=True):
+        ssj = power = 0.0
+        for load_pct in (60, 20, 0):
+            runs = [
+                res.results[s.key]
+                for s in exp.specs
+                if s.config == config and s.op == f"load_pct-{load_pct}"
+            ]
+            assert len(runs) == 2
+            ssj += sum(r["metrics"]["ssj_ops"] for r in runs) / 2
+            power += sum(r["power"]["avg_package_w"] for r in runs) / 2
+        assert score == pytest.approx(ssj / power)
+    # the active-idle level does no work but its power counts
+    assert "over the 3 load levels" in table.title

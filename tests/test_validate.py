@@ -202,6 +202,22 @@ def test_simulated_value_lookup():
     assert v.simulated_value(tables, c) == pytest.approx(1.25)
     c.op = "missing"
     assert math.isnan(v.simulated_value(tables, c))
+    # SPECpower's score: the Score row of the specpower-score table, new over baseline
+    tables = _tables(
+        [
+            ("m", "sp", "specpower-score", "Score", "ssj_ops/W", "base", 7378.0),
+            ("m", "sp", "specpower-score", "Score", "ssj_ops/W", "new", 7382.0),
+        ]
+    )
+    c = _cell(1.0, math.nan)
+    c.benchmark, c.config, c.section, c.op, c.baseline = (
+        "sp",
+        "new",
+        "specpower-score",
+        "ssj_ops/W",
+        "base",
+    )
+    assert v.simulated_value(tables, c) == pytest.approx(7382 / 7378)
 
 
 def test_whole_benchmark_perf_per_watt_is_the_seeds_quotient():
@@ -277,6 +293,9 @@ def test_seed003_file():
     assert (spec.published, spec.higher_is_better, spec.pub_dir) == (1.0, True, "~")
     assert (idle.published, idle.higher_is_better, idle.pub_dir) == (1.0, False, "~")
     assert (idle.section, idle.metric) == ("power", "avg_package_w")
+    # both are ratios the simulation gives as two absolute values, divided by the baseline's
+    assert (spec.section, spec.op) == ("specpower-score", "ssj_ops/W")
+    assert spec.baseline == idle.baseline == "hwp"
 
 
 def test_seed003_experiment_parses():
@@ -299,10 +318,13 @@ def test_seed003_experiment_parses():
     # every simulated cell of validation/seed003.toml names a benchmark and a metric it tabulates
     _, cells = v.load_published(ROOT / "validation/seed003.toml")
     for c in cells:
-        if c.benchmark in ("specpower", "idle"):
-            assert c.benchmark not in benches  # transcribed, not simulated
-            continue
-        assert c.metric in [m.name for m in benches[c.benchmark].metrics]
+        if c.section == "ratio":
+            assert c.metric in [m.name for m in benches[c.benchmark].metrics]
+    # SpecPower: the score of a load_pct sweep with active idle; idle power: ssj's active idle
+    spec, idle = benches["specpower"], benches["idle"]
+    assert (spec.workload, spec.param) == ("specpower", "load_pct")
+    assert spec.values("skylake-sp-104") == [100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 0]
+    assert (idle.workload, idle.params["load_pct"]) == ("specpower", 0)
     # both configs of a point share its seed (common random numbers)
     seeds = {(s.benchmark, s.op, s.repeat): set() for s in exp.specs}
     for s in exp.specs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import statistics
 from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
@@ -464,6 +465,8 @@ class ExperimentResult:
                 )
                 tables.append(self._turbostat_table(m, bdef, ops, meta))
                 tables.extend(self._select_profile_tables(m, bdef, ops, meta))
+                if bdef.workload == "specpower" and bdef.param == "load_pct":
+                    tables.append(self._specpower_score_table(m, bdef, ops, meta))
                 if bdef.param is None and bdef.label is None:
                     # one op, named after the first metric: the power, perf-per-watt and
                     # hardware tables name it after the benchmark instead
@@ -529,6 +532,48 @@ class ExperimentResult:
                     table.rows.append(mmtests.Row(stat, f"cpu{cpu}", values, compare))
             tables.append(table)
         return tables
+
+    def specpower_score(self, machine: str, bdef: BenchmarkDef) -> dict[str, float]:
+        """{config: SPECpower_ssj2008's overall score}: the sum over the benchmark's load levels
+        of each level's ssj_ops over the sum of each level's average package power (means over
+        the repeats), active idle included when the sweep has it."""
+        ops = [bdef.op(v) for v in bdef.values(machine)]
+        out = {}
+        for c in self.experiment.config_names:
+            ssj = power = 0.0
+            for op in ops:
+                runs = self._runs_of(machine, c, bdef.name, op)
+                if not runs:
+                    return {}
+                ssj += statistics.fmean(
+                    float((r.get("metrics") or {}).get("ssj_ops", 0.0)) for r in runs
+                )
+                power += statistics.fmean(
+                    float((r.get("power") or {}).get("avg_package_w", math.nan)) for r in runs
+                )
+            out[c] = ssj / power if power > 0 else math.nan
+        return out
+
+    def _specpower_score_table(
+        self, machine: str, bdef: BenchmarkDef, ops: list[str], meta: dict[str, Any]
+    ) -> mmtests.Table:
+        """SPECpower's score per config, with its % change from the first config."""
+        configs = self.experiment.config_names
+        score = self.specpower_score(machine, bdef)
+        values = [score.get(c, math.nan) for c in configs]
+        base = values[0]
+        table = mmtests.Table(
+            "stats",
+            "specpower-score",
+            f"{bdef.name} SPECpower score = sum of ssj_ops / sum of PkgWatt over the "
+            f"{len(ops)} load levels ({machine})",
+            list(configs),
+            precision=1,
+            meta=meta | {"metric": "ssj_ops_per_w", "higher_is_better": True},
+        )
+        compare = [st.pdiff(v, base) for v in values]
+        table.rows.append(mmtests.Row("Score", "ssj_ops/W", values, compare))
+        return table
 
     def _turbostat_table(
         self, machine: str, bdef: BenchmarkDef, ops: list[str], meta: dict[str, Any]

@@ -659,3 +659,82 @@ fn every_model_builds_with_its_defaults() {
         assert!(info.contains(&expect), "{expect:?} not in {info:?}");
     }
 }
+
+// ---- specpower ---------------------------------------------------------------------------
+// txn_cycles = 30,000 cycles per transaction (data/workloads/specpower.json).
+const SSJ_TXN_CYCLES: f64 = 30_000.0;
+
+#[test]
+fn specpower_calibrates_on_every_thread_busy_at_the_top_frequency() {
+    // 2 cores x 2 threads at 1 GHz (no turbo table), smt_share [1.0, 0.62]: four threads, two
+    // per core, do 4 x 1e9 x 0.62 cycles/s; two threads spread one per core, 2 x 1e9.
+    let calibrated = |threads: u32| {
+        let sim = run(config(
+            smp(2, 2, GHZ1, false),
+            wl("specpower", json!({"threads": threads, "load_pct": 0})),
+            "6.12",
+            10.0,
+        ));
+        metrics(&sim)["calibrated_ops"]
+    };
+    assert!(close(
+        calibrated(4),
+        4.0 * 1e9 * 0.62 / SSJ_TXN_CYCLES,
+        1e-9
+    ));
+    assert!(close(calibrated(2), 2.0 * 1e9 / SSJ_TXN_CYCLES, 1e-9));
+}
+
+#[test]
+fn specpower_offers_its_target_load_in_exponential_bursts() {
+    // 4 CPUs at 1 GHz, 4 threads, batches of 10 transactions (300,000 cycles = 0.3 ms): the
+    // calibrated maximum is 4e9 / 30,000 = 133,333 ssj_ops; at 50 % each thread gets a batch
+    // every 0.6 ms on average, so its CPU is busy half the time.
+    let sim = run(config(
+        smp(4, 1, GHZ1, false),
+        wl(
+            "specpower",
+            json!({"load_pct": 50, "batch_txns": 10, "warmup_s": 0.2}),
+        ),
+        "6.12",
+        1200.0,
+    ));
+    let m = metrics(&sim);
+    let max = 4e9 / SSJ_TXN_CYCLES;
+    assert!(close(m["calibrated_ops"], max, 1e-9));
+    assert!(close(m["target_ops"], 0.5 * max, 1e-9));
+    assert!(
+        close(m["ssj_ops"], 0.5 * max, 0.02),
+        "ssj_ops {}",
+        m["ssj_ops"]
+    );
+    assert!(close(m["actual_load_pct"], 50.0, 0.02));
+    for t in sim.tasks.iter() {
+        let busy = t.stats.cpu_ns as f64 / sim.now as f64;
+        assert!((0.45..0.55).contains(&busy), "{} busy {busy}", t.comm);
+        // ~2,000 arrivals in 1.2 s; with exponential gaps a thread often finds the next batch
+        // already due (a queue), and sleeps before many of the others
+        assert!(
+            t.stats.nr_wakeups > 500,
+            "{} woke {}",
+            t.comm,
+            t.stats.nr_wakeups
+        );
+    }
+}
+
+#[test]
+fn specpower_active_idle_runs_nothing_and_loads_are_checked() {
+    let sim = run(config(
+        smp(2, 1, GHZ1, false),
+        wl("specpower", json!({"load_pct": 0})),
+        "6.12",
+        100.0,
+    ));
+    let m = metrics(&sim);
+    assert_eq!(m["ssj_ops"], 0.0);
+    assert_eq!(m["batches"], 0.0);
+    assert!(sim.tasks.iter().all(|t| t.stats.cpu_ns < 100_000));
+    let err = build_err("specpower", json!({"load_pct": 120}));
+    assert!(err.contains("load_pct") && err.contains("0..=100"), "{err}");
+}

@@ -15,6 +15,7 @@ pub mod program;
 pub mod rtapp;
 pub mod schbench;
 pub mod spec;
+pub mod specpower;
 pub mod sqlite_insert;
 pub mod stress_ng_cpu;
 pub mod sync;
@@ -124,6 +125,7 @@ pub fn generators() -> Vec<Generator> {
         tiobench::generator(),
         sqlite_insert::generator(),
         x264::generator(),
+        specpower::generator(),
         kernbench::generator(),
         gitsource::generator(),
         rtapp::generator(),
