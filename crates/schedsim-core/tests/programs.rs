@@ -658,3 +658,31 @@ fn a_row_lock_waiter_pays_its_way_to_sleep_before_it_sleeps() {
     assert_eq!(at("w_holds") - at("h_releases"), 7_000);
     assert!(sim.sync.tables[0].held.is_empty(), "every row released");
 }
+
+#[test]
+fn a_group_committer_that_queues_behind_a_flush_pays_its_way_to_sleep_first() {
+    // a flushes at once (100 us of IO); b works 10,000 and commits during that flush, so it
+    // queues: it pays its 3,000 way to sleep while the flush runs. At the flush's end a is
+    // back on its CPU (the IO completion's 4,000 wakeup, then the whole 6,000 switch of a timed
+    // sleep) and ends the flush at E; it pays b's 4,000 wakeup before its IPI and its mark
+    // (a_done = E + 4,000). b pays the other 3,000 of its switch, flushes as the next leader
+    // (100,000), and comes back the way a did (4,000 + 6,000): durable at E + 117,000, 113,000
+    // after a_done (116,000 if it had slept without its way to sleep).
+    let a = pinned(
+        "a",
+        0,
+        json!([{"op": "group_commit", "log": "l", "ns": 100_000},
+               {"op": "mark", "name": "a_done"}]),
+    );
+    let b = pinned(
+        "b",
+        1,
+        json!([{"op": "run", "cycles": 10_000.0},
+               {"op": "group_commit", "log": "l", "ns": 100_000},
+               {"op": "mark", "name": "b_done"}]),
+    );
+    let sim = costed_pair(json!([a, b]));
+    let at = |name: &str| mark_time(&sim, name)[0] as i64;
+    assert_eq!(at("b_done") - at("a_done"), 113_000);
+    assert_eq!(sim.sync.logs[0].flushes, 2);
+}

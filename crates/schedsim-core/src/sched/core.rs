@@ -1073,7 +1073,7 @@ impl Sim {
     /// Whether `op` would put `t` to sleep now waiting for another task: a receive from empty
     /// channels, a send to a full one, a wait for a child still running, a mutex or a row
     /// another task holds, a barrier others have yet to reach, a suspend with no resume
-    /// pending, a condition not yet signalled.
+    /// pending, a condition not yet signalled, a log flush under way.
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
@@ -1090,6 +1090,11 @@ impl Sim {
                 self.sync.barriers[*barrier].arrived + 1 < self.compiled.barrier_parties[*barrier]
             }
             Op::Suspend => self.tasks[t].resume_pending == 0,
+            // a committer that finds a flush under way queues behind it
+            Op::GroupCommit { log, .. } => {
+                let lg = &self.sync.logs[*log];
+                lg.flushing && !lg.roles.contains_key(&t)
+            }
             Op::CondWait { cond, .. } => {
                 self.tasks[t].cond_queued && self.sync.conds[*cond].contains(&t)
             }
