@@ -46,7 +46,7 @@ PERFORMANCE_TABLES = {"000": ("5.3.2", "5.3.3")}
 QUICK_REPEATS = 1
 QUICK_DURATION = {"tbench": ("1s", 0.25)}  # workload -> (duration, warmup_s)
 # Studies cheap enough to keep their repeats in --quick: seed 001's cells are means over random
-# timer phases, which one repeat would not represent; seed 003's whole study takes well under a
+# timer phases, which one repeat would not represent; seed 003's whole study takes about a
 # minute, so it runs at full size.
 QUICK_KEEP_REPEATS = {"cfs-bandwidth-interleave-41abdba9", "hwp-boost-seed003"}
 
@@ -443,7 +443,7 @@ def load_published(path: Path) -> tuple[dict[str, Any], list[Cell]]:
                         "`baseline`, the config its ratios are to"
                     )
                 common["baseline"] = t["baseline"]
-            elif "baseline" in t:
+            elif "baseline" in t and not absolute:
                 # a ratio the simulation gives as two absolute values: new over baseline
                 common["baseline"] = t["baseline"]
             if not absolute:

@@ -320,6 +320,10 @@ def test_seed003_experiment_parses():
     for c in cells:
         if c.section == "ratio":
             assert c.metric in [m.name for m in benches[c.benchmark].metrics]
+        elif c.section == "power":
+            assert c.metric == "avg_package_w" and c.benchmark in benches
+        else:
+            assert (c.section, c.benchmark) == ("specpower-score", "specpower")
     # SpecPower: the score of a load_pct sweep with active idle; idle power: ssj's active idle
     spec, idle = benches["specpower"], benches["idle"]
     assert (spec.workload, spec.param) == ("specpower", "load_pct")

@@ -406,6 +406,15 @@ impl Sim {
         }
         sim.measure_base = crate::metrics::MeasureBase::capture(&sim);
         let from = sim.workload.measured_from_ns();
+        if let Some(end) = sim.end_time.filter(|&end| from > 0 && from >= end) {
+            return Err(format!(
+                "workload '{}': its warm-up ({} s) is not shorter than the run ({} s), so nothing \
+                 would be measured: give a longer duration or a shorter warmup_s",
+                sim.cfg.workload.name,
+                from as f64 / 1e9,
+                end as f64 / 1e9
+            ));
+        }
         if from > 0 && sim.end_time.is_none_or(|end| from < end) {
             sim.events.schedule(from, Ev::MeasureStart);
         }

@@ -532,8 +532,13 @@ fn journal_done_needs_a_commit_under_way() {
 /// wakeup paid by the waker before its IPI leaves; POLL only, so an idle CPU leaves idle at
 /// once.
 fn costed_pair(tasks: serde_json::Value) -> schedsim_core::Sim {
+    costed_pair_out(tasks, 3000.0)
+}
+
+/// As `costed_pair`, with `out` cycles of the switch run by the sleeping task.
+fn costed_pair_out(tasks: serde_json::Value, out: f64) -> schedsim_core::Sim {
     let mut m = smp(2, 1, KHZ, true);
-    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(3000.0);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(out);
     m["idle_states"]["default"] = json!([
         {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
     ]);
@@ -581,9 +586,11 @@ fn cond_wait_pays_the_wakeup_of_the_mutexs_next_owner_before_it_sleeps() {
 
 #[test]
 fn a_signal_on_the_way_to_sleep_is_not_lost() {
-    // b is asleep in lock; a's cond_wait releases m to b and a starts its 7,000 cycles of
-    // wakeup and way to sleep. b runs 3,000 of switch and signals at once, 4,000 before a
-    // gets to sleep: a takes the signal where it is and never sleeps.
+    // Here the sleeping task runs 5,000 of the 6,000-cycle switch itself. b is asleep in lock;
+    // a's cond_wait releases m to b and a starts its 9,000 cycles of wakeup (4,000) and way to
+    // sleep (5,000). b's CPU starts when the IPI leaves (+4,000), b runs the other 1,000 of
+    // its switch and signals at +5,000, 4,000 before a gets to sleep: a takes the signal
+    // where it is and never sleeps.
     let a = pinned(
         "a",
         0,
@@ -599,7 +606,7 @@ fn a_signal_on_the_way_to_sleep_is_not_lost() {
             {"op": "run", "cycles": 1_000.0}, {"op": "lock", "mutex": "m"},
             {"op": "signal", "cond": "c"}, {"op": "unlock", "mutex": "m"}]),
     );
-    let sim = costed_pair(json!([a, b]));
+    let sim = costed_pair_out(json!([a, b]), 5000.0);
     assert_eq!(mark_time(&sim, "a_back").len(), 1);
     assert_eq!(sim.tasks[0].stats.nr_wakeups, 0, "a never slept");
     assert_eq!(sim.live_tasks, 0);
@@ -684,5 +691,93 @@ fn a_group_committer_that_queues_behind_a_flush_pays_its_way_to_sleep_first() {
     let sim = costed_pair(json!([a, b]));
     let at = |name: &str| mark_time(&sim, name)[0] as i64;
     assert_eq!(at("b_done") - at("a_done"), 113_000);
+    assert_eq!(sim.sync.logs[0].flushes, 2);
+}
+
+#[test]
+fn a_barrier_arrival_counts_before_the_way_to_sleep() {
+    // Two parties. a arrives first (its arrival counts at once) and starts its 3,000 way to
+    // sleep; b arrives 1,000 later, completes the round and goes on; a, released on its way,
+    // goes on too without sleeping, when its way ends: a_past - b_past = 2,000. (Counting a's
+    // arrival only after its way would make b wait for a as well.)
+    let a = pinned(
+        "a",
+        0,
+        json!([{"op": "barrier", "name": "b"}, {"op": "mark", "name": "a_past"}]),
+    );
+    let b = pinned(
+        "b",
+        1,
+        json!([{"op": "run", "cycles": 1_000.0}, {"op": "barrier", "name": "b"},
+               {"op": "mark", "name": "b_past"}]),
+    );
+    let sim = costed_pair(json!([a, b]));
+    let at = |name: &str| mark_time(&sim, name)[0] as i64;
+    assert_eq!(at("a_past") - at("b_past"), 2_000);
+    assert_eq!(sim.tasks[0].stats.nr_wakeups, 0, "a never slept");
+    assert_eq!(sim.tasks[1].stats.nr_wakeups, 0, "b never slept");
+}
+
+#[test]
+fn mutex_waiters_keep_their_fifo_order_while_on_their_way_to_sleep() {
+    // Every task starts 6,000 in (its first switch). h holds m from 6,000 and releases it at
+    // 7,500. w1 asks at 7,000 and queues, then starts its 3,000 way to sleep; h's unlock
+    // hands m to w1 on its way. w2 asks at 8,000 and finds m w1's: w1 holds m first. (Had w1
+    // queued only after its way, at 10,000, w2 would have found m free at 8,000.)
+    let h = pinned(
+        "h",
+        0,
+        json!([{"op": "lock", "mutex": "m"}, {"op": "run", "cycles": 1_500.0},
+               {"op": "unlock", "mutex": "m"}]),
+    );
+    let w = |name: &str, cpu: usize, lead: f64| {
+        let mark = format!("{name}_holds");
+        pinned(
+            name,
+            cpu,
+            json!([{"op": "run", "cycles": lead}, {"op": "lock", "mutex": "m"},
+                   {"op": "mark", "name": mark}, {"op": "run", "cycles": 1_000.0},
+                   {"op": "unlock", "mutex": "m"}]),
+        )
+    };
+    let mut m = smp(3, 1, KHZ, true);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(3000.0);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    let tasks = json!([h, w("w1", 1, 1_000.0), w("w2", 2, 2_000.0)]);
+    let sim = run(config(m, custom(tasks, json!([])), "5.2", 0.0));
+    let (w1, w2) = (
+        mark_time(&sim, "w1_holds")[0],
+        mark_time(&sim, "w2_holds")[0],
+    );
+    assert!(w1 < w2, "w1 at {w1}, w2 at {w2}");
+}
+
+#[test]
+fn a_committer_that_flushes_after_its_way_to_sleep_is_not_charged_twice() {
+    // a flushes for 1,000 ns from 6,000; its IO completes at 7,000 and a is back (4,000 of
+    // interrupt, the whole 6,000 switch) to end the flush at 17,000. b commits at 14,500,
+    // while the flush is still under way, and starts its 3,000 way to sleep; when it gets
+    // there (17,500) the flush is over, so b flushes itself and sleeps in IO for 1,000. Back
+    // at 18,500 it pays the interrupt (4,000) and only the other 3,000 of its switch:
+    // b_done - b_commit = 3,000 + 1,000 + 4,000 + 3,000 = 11,000 (14,000 if its way to sleep
+    // were charged again).
+    let a = pinned(
+        "a",
+        0,
+        json!([{"op": "group_commit", "log": "l", "ns": 1_000}]),
+    );
+    let b = pinned(
+        "b",
+        1,
+        json!([{"op": "run", "cycles": 8_500.0}, {"op": "mark", "name": "b_commit"},
+               {"op": "group_commit", "log": "l", "ns": 1_000},
+               {"op": "mark", "name": "b_done"}]),
+    );
+    let sim = costed_pair(json!([a, b]));
+    let at = |name: &str| mark_time(&sim, name)[0] as i64;
+    assert_eq!(at("b_commit"), 14_500);
+    assert_eq!(at("b_done") - at("b_commit"), 11_000);
     assert_eq!(sim.sync.logs[0].flushes, 2);
 }

@@ -671,7 +671,10 @@ fn specpower_calibrates_on_every_thread_busy_at_the_top_frequency() {
     let calibrated = |threads: u32| {
         let sim = run(config(
             smp(2, 2, GHZ1, false),
-            wl("specpower", json!({"threads": threads, "load_pct": 0})),
+            wl(
+                "specpower",
+                json!({"threads": threads, "load_pct": 0, "warmup_s": 0}),
+            ),
             "6.12",
             10.0,
         ));
@@ -727,7 +730,7 @@ fn specpower_offers_its_target_load_in_exponential_bursts() {
 fn specpower_active_idle_runs_nothing_and_loads_are_checked() {
     let sim = run(config(
         smp(2, 1, GHZ1, false),
-        wl("specpower", json!({"load_pct": 0})),
+        wl("specpower", json!({"load_pct": 0, "warmup_s": 0})),
         "6.12",
         100.0,
     ));
@@ -737,4 +740,42 @@ fn specpower_active_idle_runs_nothing_and_loads_are_checked() {
     assert!(sim.tasks.iter().all(|t| t.stats.cpu_ns < 100_000));
     let err = build_err("specpower", json!({"load_pct": 120}));
     assert!(err.contains("load_pct") && err.contains("0..=100"), "{err}");
+}
+
+#[test]
+fn a_warm_up_as_long_as_the_run_is_an_error() {
+    // specpower's default warm-up is 0.5 s: a 0.3 s run would measure nothing
+    let cfg = config(
+        smp(2, 1, GHZ1, false),
+        wl("specpower", json!({"load_pct": 50})),
+        "6.12",
+        300.0,
+    );
+    let err = match Sim::new(cfg) {
+        Ok(_) => panic!("a run shorter than its warm-up was accepted"),
+        Err(e) => e,
+    };
+    assert!(
+        err.contains("specpower") && err.contains("warm-up (0.5 s)") && err.contains("(0.3 s)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn specpower_fills_every_core_before_sharing_one() {
+    // 4 cores x 2 threads at 1 GHz, smt_share [1.0, 0.62]: 5 threads are 4 cores with one
+    // busy thread (4 x 1e9) and one core with two (2 x 0.62 x 1e9), not 5 x 0.62
+    let sim = run(config(
+        smp(4, 2, GHZ1, false),
+        wl(
+            "specpower",
+            json!({"threads": 5, "load_pct": 0, "warmup_s": 0}),
+        ),
+        "6.12",
+        10.0,
+    ));
+    let want = (3.0 * 1e9 + 2.0 * 0.62 * 1e9) / SSJ_TXN_CYCLES;
+    assert!(close(metrics(&sim)["calibrated_ops"], want, 1e-9));
+    let err = build_err("specpower", json!({"threads": 5000}));
+    assert!(err.contains("threads") && err.contains("1..=4096"), "{err}");
 }

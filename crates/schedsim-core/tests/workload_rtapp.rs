@@ -667,6 +667,18 @@ fn the_calibration_parameter_overrides_the_files_and_max_picks_the_fastest_cpu()
     assert_eq!(pload(json!("CPU0")), 31.0);
     assert_eq!(pload(json!(128)), 128.0);
     assert_eq!(pload(json!("128")), 128.0);
+    // a file calibrated on a CPU this machine does not have runs with the override
+    let other_board = temp_file(
+        "calib-other-board.json",
+        r#"{"tasks": {"t": {"loop": 2, "run": 1000, "sleep": 1000}},
+           "global": {"calibration": "CPU31"}}"#,
+    );
+    let w = json!({"name": "rt-app",
+                   "params": {"path": other_board.to_str().unwrap(), "calibration": "max"}});
+    let mut sim = Sim::new(config(m.clone(), w, "6.12", 0.0)).unwrap();
+    sim.run().unwrap();
+    assert_eq!(metrics(&sim)["pload_ns"], 15.0);
+    assert!(build_err(m.clone(), &other_board).contains("CPU31 does not exist"));
     for bad in [
         json!("CPU2"),
         json!("fastest"),

@@ -96,6 +96,7 @@ impl Sim {
             pending_overhead: 0.0,
             block_path_done: false,
             cond_queued: false,
+            sync_queued: false,
             pending_row: None,
             timer_next: None,
             poll_served: 0,
@@ -1041,7 +1042,7 @@ impl Sim {
         }
         let path_done = std::mem::take(&mut self.tasks[t].block_path_done);
         let go_on = self.exec_op(t, cpu, pc, op)?;
-        if path_done && self.tasks[t].state == TaskState::Sleeping {
+        if path_done && matches!(self.tasks[t].state, TaskState::Sleeping | TaskState::IoWait) {
             self.rqs[cpu].switch_out_paid = true;
         }
         Ok(go_on)
@@ -1077,18 +1078,21 @@ impl Sim {
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
-        let held_by_other = |m: &crate::workload::sync::MutexState| m.owner.is_some_and(|o| o != t);
+        // lock, lock_row and barrier queue the task first (their first execution); it then
+        // sleeps unless it was served while on its way
+        let queued = self.tasks[t].sync_queued;
         match op {
-            Op::Lock { mutex } => held_by_other(&self.sync.mutexes[*mutex]),
-            Op::LockRow { table, .. } => self.tasks[t].pending_row.is_some_and(|row| {
-                self.sync.tables[*table]
-                    .rows
-                    .get(&row)
-                    .is_some_and(held_by_other)
-            }),
-            Op::Barrier { barrier } => {
-                self.sync.barriers[*barrier].arrived + 1 < self.compiled.barrier_parties[*barrier]
+            Op::Lock { mutex } => queued && self.sync.mutexes[*mutex].owner != Some(t),
+            Op::LockRow { table, .. } => {
+                queued
+                    && self.tasks[t].pending_row.is_some_and(|row| {
+                        self.sync.tables[*table]
+                            .rows
+                            .get(&row)
+                            .is_some_and(|m| m.owner != Some(t))
+                    })
             }
+            Op::Barrier { barrier } => queued && self.sync.barriers[*barrier].waiting.contains(&t),
             Op::Suspend => self.tasks[t].resume_pending == 0,
             // a committer that finds a flush under way queues behind it
             Op::GroupCommit { log, .. } => {
@@ -1300,8 +1304,15 @@ impl Sim {
                 Ok(true)
             }
             Op::Lock { mutex } => {
+                if !std::mem::take(&mut self.tasks[t].sync_queued) {
+                    if self.op_lock_queue(t, mutex) {
+                        self.tasks[t].pc += 1;
+                    }
+                    return Ok(true);
+                }
                 self.tasks[t].pc += 1;
-                Ok(self.op_lock(t, cpu, mutex))
+                let served = self.sync.mutexes[mutex].owner == Some(t);
+                Ok(self.sleep_unless(t, cpu, served))
             }
             Op::Unlock { mutex } => {
                 self.tasks[t].pc += 1;
@@ -1315,19 +1326,35 @@ impl Sim {
                 Ok(true)
             }
             Op::Barrier { barrier } => {
+                if !std::mem::take(&mut self.tasks[t].sync_queued) {
+                    if self.op_barrier_arrive(t, cpu, barrier) {
+                        self.tasks[t].pc += 1;
+                    }
+                    return Ok(true);
+                }
                 self.tasks[t].pc += 1;
-                Ok(self.op_barrier(t, cpu, barrier))
+                let served = !self.sync.barriers[barrier].waiting.contains(&t);
+                Ok(self.sleep_unless(t, cpu, served))
             }
             Op::LockRow { table, rows } => {
-                // first execution: draw the row; the second (after the blocking path, if the
-                // row is held) locks it
-                let Some(row) = self.tasks[t].pending_row.take() else {
+                if !std::mem::take(&mut self.tasks[t].sync_queued) {
                     let row = self.rng_workload.below(rows as u64) as u32;
-                    self.tasks[t].pending_row = Some(row);
+                    if self.op_lock_row_queue(t, table, row) {
+                        self.tasks[t].pc += 1;
+                    } else {
+                        self.tasks[t].pending_row = Some(row);
+                    }
                     return Ok(true);
-                };
+                }
                 self.tasks[t].pc += 1;
-                Ok(self.op_lock_row(t, cpu, table, row))
+                let row = self.tasks[t].pending_row.take();
+                let served = row.is_some_and(|r| {
+                    self.sync.tables[table]
+                        .rows
+                        .get(&r)
+                        .is_some_and(|m| m.owner == Some(t))
+                });
+                Ok(self.sleep_unless(t, cpu, served))
             }
             Op::UnlockRows { table } => {
                 self.tasks[t].pc += 1;

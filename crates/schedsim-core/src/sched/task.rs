@@ -174,7 +174,10 @@ pub struct Task {
     /// `cond_wait`: queued on the condition and the mutex released, not yet asleep (a signal
     /// meanwhile takes it off the queue, and it then continues without sleeping).
     pub cond_queued: bool,
-    /// `lock_row`: the row drawn at the op's first execution, locked at its second.
+    /// `lock`, `lock_row`, `barrier`: queued by the op's first execution, not yet asleep (it
+    /// goes on without sleeping if it is served meanwhile).
+    pub sync_queued: bool,
+    /// `lock_row`: the row the task queued for.
     pub pending_row: Option<u32>,
     /// Next absolute activation of the periodic timer.
     pub timer_next: Option<Time>,

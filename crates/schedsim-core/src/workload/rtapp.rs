@@ -875,7 +875,9 @@ fn calibration_param(p: &Params, ctx: &GenCtx) -> Result<Option<Calibration>, St
     }
 }
 
-fn parse_global(cx: &Cx, node: Option<&Node>, nr_cpus: usize) -> Result<Global, String> {
+/// `nr_cpus`: the machine's CPUs, against which a `"CPUn"` calibration is checked; `None` when
+/// the workload's `calibration` parameter overrides the file's (which is then not checked).
+fn parse_global(cx: &Cx, node: Option<&Node>, nr_cpus: Option<usize>) -> Result<Global, String> {
     let mut g = Global {
         duration_s: -1,
         calibration: Calibration::Cpu(0),
@@ -909,7 +911,7 @@ fn parse_global(cx: &Cx, node: Option<&Node>, nr_cpus: usize) -> Result<Global, 
                                     ),
                                 )
                             })?;
-                        if cpu >= nr_cpus {
+                        if let Some(nr_cpus) = nr_cpus.filter(|&n| cpu >= n) {
                             return Err(cx.err(
                                 v.pos,
                                 &p,
@@ -1088,7 +1090,8 @@ impl RtApp {
                 }
             }
         }
-        let mut global = parse_global(&cx, global_node, nr_cpus)?;
+        let checked = calibration.is_none().then_some(nr_cpus);
+        let mut global = parse_global(&cx, global_node, checked)?;
         if let Some(c) = calibration {
             global.calibration = c;
         }

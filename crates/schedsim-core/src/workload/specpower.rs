@@ -77,12 +77,15 @@ pub struct SpecPower {
     pub arrivals: Vec<Vec<u64>>,
 }
 
+/// Most ssj threads a run may have (each has its own program of arrivals).
+pub const MAX_THREADS: i64 = 4096;
+
 /// The machine's throughput in cycles per second of work with `threads` ssj threads busy:
-/// each at its core's all-core turbo and IPC, slowed by its busy SMT siblings.
+/// each at its core's all-core turbo and IPC, slowed by its busy SMT siblings. The threads
+/// fill the cores' first hardware threads, then their second ones, and so on, as the
+/// scheduler spreads busy tasks over idle cores first.
 pub fn calibrated_cycles_per_s(ctx: &GenCtx, threads: usize) -> f64 {
     let topo = ctx.topo;
-    let ncpus = topo.nr_cpus();
-    let ncores = topo.core_cpus.len().max(1);
     let speed = |c: usize| {
         let cpu = &topo.cpus[c];
         let fd = &ctx.machine.freq_domains[cpu.freq_domain];
@@ -94,18 +97,33 @@ pub fn calibrated_cycles_per_s(ctx: &GenCtx, threads: usize) -> f64 {
             .unwrap_or(0);
         khz as f64 * 1e3 * cpu.ipc_scale
     };
-    let mean_speed = (0..ncpus).map(speed).sum::<f64>() / ncpus.max(1) as f64;
-    let busy = threads.min(ncpus);
-    // threads spread over the cores first, then share them
-    let per_core = busy.div_ceil(ncores).max(1);
-    let share = ctx
-        .machine
-        .core_types
-        .first()
-        .and_then(|ct| ct.smt_share.get(per_core - 1))
-        .copied()
-        .unwrap_or(1.0);
-    busy as f64 * mean_speed * share
+    // busy hardware threads per core, filling thread 0 of every core first
+    let ncores = topo.core_cpus.len();
+    let mut busy = vec![0usize; ncores];
+    let mut left = threads.min(topo.nr_cpus());
+    let mut level = 0;
+    while left > 0 {
+        for (core, cpus) in topo.core_cpus.iter().enumerate() {
+            if left > 0 && cpus.len() > level {
+                busy[core] += 1;
+                left -= 1;
+            }
+        }
+        level += 1;
+    }
+    topo.core_cpus
+        .iter()
+        .zip(&busy)
+        .filter(|(_, &k)| k > 0)
+        .map(|(cpus, &k)| {
+            let share = ctx.machine.core_types[topo.cpus[cpus[0]].core_type]
+                .smt_share
+                .get(k - 1)
+                .copied()
+                .unwrap_or(1.0);
+            cpus[..k].iter().map(|&c| speed(c) * share).sum::<f64>()
+        })
+        .sum()
 }
 
 impl SpecPower {
@@ -115,7 +133,7 @@ impl SpecPower {
         let c = Constants::parse("specpower", CONSTANTS_JSON)?;
         let load_pct = p.f64("load_pct", 100.0, 0.0, 100.0)?;
         let ncpus = ctx.topo.nr_cpus();
-        let threads = int_or(&p, params, "threads", ncpus as i64, 1, 65536)? as u32;
+        let threads = int_or(&p, params, "threads", ncpus as i64, 1, MAX_THREADS)? as u32;
         let batch_txns = int_or(
             &p,
             params,

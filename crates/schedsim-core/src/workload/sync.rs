@@ -155,13 +155,23 @@ impl SyncState {
 }
 
 impl Sim {
-    /// `lock`: returns true if the task got the mutex and continues.
-    pub fn op_lock(&mut self, t: TaskId, cpu: usize, m: usize) -> bool {
+    /// `lock`, first half: take the mutex if it is free (true); otherwise queue behind its
+    /// waiters (false: the task then sleeps unless the mutex is handed to it on its way).
+    pub fn op_lock_queue(&mut self, t: TaskId, m: usize) -> bool {
         let got = self.sync.mutexes[m].acquire(t);
         if !got {
-            self.block_task(t, cpu, TaskState::Sleeping);
+            self.tasks[t].sync_queued = true;
         }
         got
+    }
+
+    /// The second half of a queued `lock`, `lock_row` or `barrier`: go on if `served`, else
+    /// sleep. Returns true if the task continues.
+    pub fn sleep_unless(&mut self, t: TaskId, cpu: usize, served: bool) -> bool {
+        if !served {
+            self.block_task(t, cpu, TaskState::Sleeping);
+        }
+        served
     }
 
     /// `unlock`: hand the mutex to the first waiter, which wakes already owning it.
@@ -171,14 +181,15 @@ impl Sim {
         }
     }
 
-    /// `lock_row`: lock `row` of `table` (drawn uniformly by the op); returns true if the task
-    /// got it and continues, false if it sleeps until the holder's `unlock_rows` hands it over.
-    pub fn op_lock_row(&mut self, t: TaskId, cpu: usize, table: usize, row: u32) -> bool {
+    /// `lock_row`, first half: lock `row` of `table` (drawn uniformly by the op) if it is free
+    /// (true); otherwise queue behind its waiters (false: the task then sleeps unless the
+    /// holder's `unlock_rows` hands it over on its way).
+    pub fn op_lock_row_queue(&mut self, t: TaskId, table: usize, row: u32) -> bool {
         let tb = &mut self.sync.tables[table];
         tb.held.entry(t).or_default().push(row);
         let got = tb.rows.entry(row).or_default().acquire(t);
         if !got {
-            self.block_task(t, cpu, TaskState::Sleeping);
+            self.tasks[t].sync_queued = true;
         }
         got
     }
@@ -389,8 +400,10 @@ impl Sim {
         }
     }
 
-    /// `barrier`: returns true if this arrival completes the round (the task continues).
-    pub fn op_barrier(&mut self, t: TaskId, cpu: usize, b: usize) -> bool {
+    /// `barrier`, first half: arrive; returns true if this arrival completes the round (the
+    /// others are woken and the task continues), false if it waits (it then sleeps unless the
+    /// round completes on its way).
+    pub fn op_barrier_arrive(&mut self, t: TaskId, cpu: usize, b: usize) -> bool {
         let parties = self.compiled.barrier_parties[b].max(1);
         let st = &mut self.sync.barriers[b];
         st.arrived += 1;
@@ -403,7 +416,7 @@ impl Sim {
             true
         } else {
             st.waiting.push(t);
-            self.block_task(t, cpu, TaskState::Sleeping);
+            self.tasks[t].sync_queued = true;
             false
         }
     }
