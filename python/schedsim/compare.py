@@ -533,11 +533,10 @@ class ExperimentResult:
             tables.append(table)
         return tables
 
-    def specpower_score(self, machine: str, bdef: BenchmarkDef) -> dict[str, float]:
+    def specpower_score(self, machine: str, bdef: BenchmarkDef, ops: list[str]) -> dict[str, float]:
         """{config: SPECpower_ssj2008's overall score}: the sum over the benchmark's load levels
         of each level's ssj_ops over the sum of each level's average package power (means over
-        the repeats), active idle included when the sweep has it."""
-        ops = [bdef.op(v) for v in bdef.values(machine)]
+        the repeats), active idle included when the sweep has it. `ops` are the sweep's ops."""
         out = {}
         for c in self.experiment.config_names:
             ssj = power = 0.0
@@ -559,7 +558,7 @@ class ExperimentResult:
     ) -> mmtests.Table:
         """SPECpower's score per config, with its % change from the first config."""
         configs = self.experiment.config_names
-        score = self.specpower_score(machine, bdef)
+        score = self.specpower_score(machine, bdef, ops)
         values = [score.get(c, math.nan) for c in configs]
         base = values[0]
         table = mmtests.Table(

@@ -95,7 +95,6 @@ impl Sim {
             burst: None,
             pending_overhead: 0.0,
             block_path_done: false,
-            cond_queued: false,
             sync_queued: false,
             pending_row: None,
             timer_next: None,
@@ -1078,8 +1077,8 @@ impl Sim {
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
-        // lock, lock_row and barrier queue the task first (their first execution); it then
-        // sleeps unless it was served while on its way
+        // lock, lock_row, barrier and cond_wait queue the task first (their first execution);
+        // it then sleeps unless it was served while on its way
         let queued = self.tasks[t].sync_queued;
         match op {
             Op::Lock { mutex } => queued && self.sync.mutexes[*mutex].owner != Some(t),
@@ -1099,9 +1098,7 @@ impl Sim {
                 let lg = &self.sync.logs[*log];
                 lg.flushing && !lg.roles.contains_key(&t)
             }
-            Op::CondWait { cond, .. } => {
-                self.tasks[t].cond_queued && self.sync.conds[*cond].contains(&t)
-            }
+            Op::CondWait { cond, .. } => queued && self.sync.conds[*cond].contains(&t),
             Op::Recv { chan } => self.chans[*chan].count == 0,
             Op::RecvAny { chans } => chans.iter().all(|&c| self.chans[c].count == 0),
             Op::Send { chan } => full(*chan),
@@ -1397,7 +1394,7 @@ impl Sim {
                 // first execution: queue on the condition and release the mutex, paying the
                 // wakeup of its next owner; the second (after the blocking path) sleeps unless
                 // a signal came meanwhile
-                if !self.tasks[t].cond_queued {
+                if !std::mem::take(&mut self.tasks[t].sync_queued) {
                     self.op_cond_queue(t, cpu, cond, mutex);
                     return Ok(true);
                 }

@@ -171,11 +171,9 @@ pub struct Task {
     /// (`KernelCosts::context_switch_out`): the op now sleeps, or proceeds if what it waits
     /// for arrived meanwhile.
     pub block_path_done: bool,
-    /// `cond_wait`: queued on the condition and the mutex released, not yet asleep (a signal
-    /// meanwhile takes it off the queue, and it then continues without sleeping).
-    pub cond_queued: bool,
-    /// `lock`, `lock_row`, `barrier`: queued by the op's first execution, not yet asleep (it
-    /// goes on without sleeping if it is served meanwhile).
+    /// `lock`, `lock_row`, `barrier`, `cond_wait`: queued by the op's first execution, not yet
+    /// asleep (it goes on without sleeping if it is served meanwhile: the mutex or row handed
+    /// over, the round completed, the condition signalled).
     pub sync_queued: bool,
     /// `lock_row`: the row the task queued for.
     pub pending_row: Option<u32>,

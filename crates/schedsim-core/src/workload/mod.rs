@@ -262,19 +262,21 @@ impl<'a> Params<'a> {
 /// Work (cycles) that takes `ns` on the fastest CPU at its highest frequency: the reference
 /// rt-app calibrates `run` against.
 pub fn ref_cycles(machine: &MachineSpec, topo: &Topology, ns: f64) -> f64 {
-    let best = topo
-        .cpus
-        .iter()
-        .map(|c| {
-            machine.freq_domains[c.freq_domain]
-                .opps
-                .last()
-                .map(|o| o.khz)
-                .unwrap_or(0) as f64
-                * c.ipc_scale
-        })
+    let best = (0..topo.nr_cpus())
+        .map(|c| top_speed_khz(machine, topo, c))
         .fold(0.0, f64::max);
     ns * best * 1e-6
+}
+
+/// CPU `c`'s work rate at its highest frequency: kHz of the top OPP times its IPC scale
+/// (reference cycles per ms).
+pub fn top_speed_khz(machine: &MachineSpec, topo: &Topology, c: usize) -> f64 {
+    let cpu = &topo.cpus[c];
+    machine.freq_domains[cpu.freq_domain]
+        .opps
+        .last()
+        .map_or(0.0, |o| o.khz as f64)
+        * cpu.ipc_scale
 }
 
 impl Workload {

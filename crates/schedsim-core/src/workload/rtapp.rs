@@ -853,13 +853,7 @@ fn calibration_param(p: &Params, ctx: &GenCtx) -> Result<Option<Calibration>, St
         _ => return Err(bad()),
     };
     if text == "max" {
-        let speed = |c: usize| {
-            let cpu = &ctx.topo.cpus[c];
-            ctx.machine.freq_domains[cpu.freq_domain]
-                .opps
-                .last()
-                .map_or(0.0, |o| o.khz as f64 * cpu.ipc_scale)
-        };
+        let speed = |c: usize| super::top_speed_khz(ctx.machine, ctx.topo, c);
         let best = (0..ctx.topo.nr_cpus()).fold(0, |b, c| if speed(c) > speed(b) { c } else { b });
         return Ok(Some(Calibration::Cpu(best)));
     }
@@ -1121,15 +1115,7 @@ impl RtApp {
             ));
         }
         // calibration: pLoad and the cycles of one loop
-        let rate = |c: usize| -> f64 {
-            let cpu = &ctx.topo.cpus[c];
-            let khz = ctx.machine.freq_domains[cpu.freq_domain]
-                .opps
-                .last()
-                .map(|o| o.khz)
-                .unwrap_or(0) as f64;
-            khz * cpu.ipc_scale * 1e-6
-        };
+        let rate = |c: usize| super::top_speed_khz(ctx.machine, ctx.topo, c) * 1e-6;
         let (pload_ns, rate_cal) = match global.calibration {
             Calibration::Cpu(c) => {
                 let r = rate(c);

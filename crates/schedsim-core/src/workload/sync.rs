@@ -372,7 +372,7 @@ impl Sim {
     /// (as `pthread_cond_wait` does, so a signal from the mutex's next owner is not lost).
     pub fn op_cond_queue(&mut self, t: TaskId, cpu: usize, cond: usize, m: usize) {
         self.sync.conds[cond].push_back(t);
-        self.tasks[t].cond_queued = true;
+        self.tasks[t].sync_queued = true;
         if self.sync.mutexes[m].owner == Some(t) {
             self.op_unlock(cpu, m);
         }
@@ -381,7 +381,6 @@ impl Sim {
     /// `wait` on a condition, second half: sleep until signalled, or continue if a signal
     /// took the task off the queue while it paid its way here. Returns true if it continues.
     pub fn op_cond_sleep(&mut self, t: TaskId, cpu: usize, cond: usize) -> bool {
-        self.tasks[t].cond_queued = false;
         if !self.sync.conds[cond].contains(&t) {
             return true;
         }
