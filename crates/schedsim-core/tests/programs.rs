@@ -668,13 +668,14 @@ fn a_row_lock_waiter_pays_its_way_to_sleep_before_it_sleeps() {
 
 #[test]
 fn a_group_committer_that_queues_behind_a_flush_pays_its_way_to_sleep_first() {
-    // a flushes at once (100 us of IO); b works 10,000 and commits during that flush, so it
-    // queues: it pays its 3,000 way to sleep while the flush runs. At the flush's end a is
-    // back on its CPU (the IO completion's 4,000 wakeup, then the whole 6,000 switch of a timed
-    // sleep) and ends the flush at E; it pays b's 4,000 wakeup before its IPI and its mark
-    // (a_done = E + 4,000). b pays the other 3,000 of its switch, flushes as the next leader
-    // (100,000), and comes back the way a did (4,000 + 6,000): durable at E + 117,000, 113,000
-    // after a_done (116,000 if it had slept without its way to sleep).
+    // a flushes at once (100 us of IO): it starts the write and pays its 3,000 way to sleep
+    // while the write runs. b works 10,000 and commits during that flush, so it queues: it
+    // pays its 3,000 way to sleep while the flush runs. At the flush's end a is back on its CPU
+    // (the IO completion's 4,000 wakeup, then the other 3,000 of its switch) and ends the
+    // flush at E; it pays b's 4,000 wakeup before its IPI and its mark (a_done = E + 4,000).
+    // b pays the other 3,000 of its switch, flushes as the next leader (100,000, its way to
+    // sleep inside it), and comes back the way a did (4,000 + 3,000): durable at E + 114,000,
+    // 110,000 after a_done (116,000 if neither paid its way to sleep before sleeping).
     let a = pinned(
         "a",
         0,
@@ -690,7 +691,8 @@ fn a_group_committer_that_queues_behind_a_flush_pays_its_way_to_sleep_first() {
     );
     let sim = costed_pair(json!([a, b]));
     let at = |name: &str| mark_time(&sim, name)[0] as i64;
-    assert_eq!(at("b_done") - at("a_done"), 113_000);
+    assert_eq!(at("a_done"), 6_000 + 100_000 + 4_000 + 3_000 + 4_000);
+    assert_eq!(at("b_done") - at("a_done"), 110_000);
     assert_eq!(sim.sync.logs[0].flushes, 2);
 }
 
@@ -756,28 +758,74 @@ fn mutex_waiters_keep_their_fifo_order_while_on_their_way_to_sleep() {
 
 #[test]
 fn a_committer_that_flushes_after_its_way_to_sleep_is_not_charged_twice() {
-    // a flushes for 1,000 ns from 6,000; its IO completes at 7,000 and a is back (4,000 of
-    // interrupt, the whole 6,000 switch) to end the flush at 17,000. b commits at 14,500,
-    // while the flush is still under way, and starts its 3,000 way to sleep; when it gets
-    // there (17,500) the flush is over, so b flushes itself and sleeps in IO for 1,000. Back
-    // at 18,500 it pays the interrupt (4,000) and only the other 3,000 of its switch:
+    // a flushes for 5,000 ns from 6,000, pays its 3,000 way to sleep during the write, sleeps
+    // until 11,000 and is back (4,000 of interrupt, the other 3,000 of its switch) to end the
+    // flush at 18,000. b commits at 16,500, while the flush is still under way, and starts its
+    // 3,000 way to sleep; when it gets there (19,500) the flush is over, so b flushes itself
+    // and sleeps in IO for 1,000 without a second way to sleep. Back at 20,500 it pays the
+    // interrupt (4,000) and the other 3,000 of its switch:
     // b_done - b_commit = 3,000 + 1,000 + 4,000 + 3,000 = 11,000 (14,000 if its way to sleep
     // were charged again).
     let a = pinned(
         "a",
         0,
-        json!([{"op": "group_commit", "log": "l", "ns": 1_000}]),
+        json!([{"op": "group_commit", "log": "l", "ns": 5_000}]),
     );
     let b = pinned(
         "b",
         1,
-        json!([{"op": "run", "cycles": 8_500.0}, {"op": "mark", "name": "b_commit"},
+        json!([{"op": "run", "cycles": 10_500.0}, {"op": "mark", "name": "b_commit"},
                {"op": "group_commit", "log": "l", "ns": 1_000},
                {"op": "mark", "name": "b_done"}]),
     );
     let sim = costed_pair(json!([a, b]));
     let at = |name: &str| mark_time(&sim, name)[0] as i64;
-    assert_eq!(at("b_commit"), 14_500);
+    assert_eq!(at("b_commit"), 16_500);
     assert_eq!(at("b_done") - at("b_commit"), 11_000);
     assert_eq!(sim.sync.logs[0].flushes, 2);
+}
+
+#[test]
+fn a_timed_sleep_runs_its_way_to_sleep_inside_the_sleep() {
+    // The expiry is fixed when the op starts (nanosleep arms its hrtimer, a read submits its
+    // IO, before `schedule()`), and the 3,000 way to sleep runs inside the sleep. Sleeping
+    // 100,000 from `before`, the task is back at before + 100,000 + 4,000 (the timer's wakeup
+    // on its idle CPU) + 3,000 (the other half of its switch): 107,000 after it (110,000 if
+    // the whole switch were paid after the sleep). A 1,000 sleep has expired when the way
+    // ends: the task goes on 3,000 after `before`, without sleeping.
+    for op in ["sleep", "io"] {
+        for (ns, back, sleeps) in [(100_000, 107_000, 1), (1_000, 3_000, 0)] {
+            let a = pinned(
+                "a",
+                0,
+                json!([{"op": "mark", "name": "before"}, {"op": op, "ns": ns},
+                       {"op": "mark", "name": "after"}]),
+            );
+            let sim = costed_pair(json!([a]));
+            let at = |name: &str| mark_time(&sim, name)[0] as i64;
+            assert_eq!(at("after") - at("before"), back, "{op} {ns}");
+            assert_eq!(sim.tasks[0].stats.nr_wakeups, sleeps, "{op} {ns}");
+        }
+    }
+}
+
+#[test]
+fn a_periodic_timer_keeps_its_expiry_while_the_task_runs_its_way_to_sleep() {
+    // rt-app's `timer` (the task's own) and a named clock: the first expiry is at 100,000
+    // (the task's start and the clock's origin are 0). The task, on its CPU from 6,000, runs
+    // its 3,000 way to sleep, sleeps until the expiry and is back 4,000 + 3,000 after it.
+    for op in [
+        json!({"op": "timer", "period_ns": 100_000}),
+        json!({"op": "clock", "name": "c", "period_ns": 100_000}),
+    ] {
+        let a = pinned(
+            "a",
+            0,
+            json!([{"op": "mark", "name": "before"}, op, {"op": "mark", "name": "after"}]),
+        );
+        let sim = costed_pair(json!([a]));
+        let at = |name: &str| mark_time(&sim, name)[0] as i64;
+        assert_eq!(at("before"), 6_000, "{op}");
+        assert_eq!(at("after"), 107_000, "{op}");
+    }
 }

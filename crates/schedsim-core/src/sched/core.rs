@@ -97,6 +97,7 @@ impl Sim {
             block_path_done: false,
             sync_queued: false,
             pending_row: None,
+            timed_deadline: None,
             timer_next: None,
             poll_served: 0,
             poll_next: 0,
@@ -1041,8 +1042,14 @@ impl Sim {
         }
         let path_done = std::mem::take(&mut self.tasks[t].block_path_done);
         let go_on = self.exec_op(t, cpu, pc, op)?;
-        if path_done && matches!(self.tasks[t].state, TaskState::Sleeping | TaskState::IoWait) {
-            self.rqs[cpu].switch_out_paid = true;
+        if path_done {
+            if matches!(self.tasks[t].state, TaskState::Sleeping | TaskState::IoWait) {
+                self.rqs[cpu].switch_out_paid = true;
+            } else if self.tasks[t].pc == pc {
+                // still awake at the same op (a committer that became the flusher on its way
+                // to sleep): the way is paid, and the op's sleep does not pay it again
+                self.tasks[t].block_path_done = true;
+            }
         }
         Ok(go_on)
     }
@@ -1070,12 +1077,14 @@ impl Sim {
         true
     }
 
-    /// Whether `op` would put `t` to sleep now waiting for another task: a receive from empty
+    /// Whether `op` would put `t` to sleep now: waiting for another task (a receive from empty
     /// channels, a send to a full one, a wait for a child still running, a mutex or a row
     /// another task holds, a barrier others have yet to reach, a suspend with no resume
-    /// pending, a condition not yet signalled, a log flush under way.
+    /// pending, a condition not yet signalled, a log flush under way) or for a time (a timed
+    /// sleep, an IO or its own log flush not yet due).
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
+        use crate::workload::sync::CommitRole;
         let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
         // lock, lock_row, barrier and cond_wait queue the task first (their first execution);
         // it then sleeps unless it was served while on its way
@@ -1093,12 +1102,20 @@ impl Sim {
             }
             Op::Barrier { barrier } => queued && self.sync.barriers[*barrier].waiting.contains(&t),
             Op::Suspend => self.tasks[t].resume_pending == 0,
-            // a committer that finds a flush under way queues behind it
+            // a committer that finds a flush under way queues behind it; a flusher sleeps on
+            // its write
             Op::GroupCommit { log, .. } => {
                 let lg = &self.sync.logs[*log];
-                lg.flushing && !lg.roles.contains_key(&t)
+                match lg.roles.get(&t) {
+                    None => lg.flushing,
+                    Some(CommitRole::Flushing) => self.now < lg.flush_end,
+                    Some(_) => false,
+                }
             }
             Op::CondWait { cond, .. } => queued && self.sync.conds[*cond].contains(&t),
+            Op::Sleep { .. } | Op::Io { .. } | Op::Timer { .. } | Op::Clock { .. } => {
+                self.tasks[t].timed_deadline.is_some_and(|at| at > self.now)
+            }
             Op::Recv { chan } => self.chans[*chan].count == 0,
             Op::RecvAny { chans } => chans.iter().all(|&c| self.chans[c].count == 0),
             Op::Send { chan } => full(*chan),
@@ -1166,32 +1183,19 @@ impl Sim {
                 Ok(true)
             }
             Op::Sleep { ns } => {
-                self.tasks[t].pc += 1;
-                self.sleep_until(t, cpu, self.now + ns, TaskState::Sleeping);
-                Ok(false)
+                Ok(self.timed_sleep(t, cpu, TaskState::Sleeping, |sim| Some(sim.now + ns)))
             }
             Op::Io { ns } => {
-                self.tasks[t].pc += 1;
-                self.sleep_until(t, cpu, self.now + ns, TaskState::IoWait);
-                Ok(false)
+                Ok(self.timed_sleep(t, cpu, TaskState::IoWait, |sim| Some(sim.now + ns)))
             }
-            Op::Timer { period_ns } => {
-                self.tasks[t].pc += 1;
-                let base = self.tasks[t]
-                    .timer_next
-                    .unwrap_or(self.tasks[t].stats.start_ns);
-                let mut next = base + period_ns;
-                if next < self.now {
-                    // rt-app's relative mode: when late, re-base on now
-                    next = self.now;
-                }
-                self.tasks[t].timer_next = Some(next);
-                if next <= self.now {
-                    return Ok(true);
-                }
-                self.sleep_until(t, cpu, next, TaskState::Sleeping);
-                Ok(false)
-            }
+            Op::Timer { period_ns } => Ok(self.timed_sleep(t, cpu, TaskState::Sleeping, |sim| {
+                let task = &mut sim.tasks[t];
+                let base = task.timer_next.unwrap_or(task.stats.start_ns);
+                // rt-app's relative mode: when late, re-base on now
+                let next = (base + period_ns).max(sim.now);
+                task.timer_next = Some(next);
+                (next > sim.now).then_some(next)
+            })),
             Op::Send { chan } => Ok(self.chan_send(t, cpu, chan)),
             Op::Recv { chan } => Ok(self.chan_recv(t, cpu, chan)),
             Op::RecvAny { chans } => Ok(self.recv_any(t, cpu, &chans)),
@@ -1359,12 +1363,16 @@ impl Sim {
                 Ok(true)
             }
             Op::GroupCommit { log, ns } => {
+                use crate::workload::sync::CommitStep;
                 // the op runs again at each wakeup until the record is durable
-                let durable = self.op_group_commit(t, cpu, log, ns);
-                if durable {
-                    self.tasks[t].pc += 1;
+                match self.op_group_commit(t, cpu, log, ns) {
+                    CommitStep::Durable => {
+                        self.tasks[t].pc += 1;
+                        Ok(true)
+                    }
+                    CommitStep::Asleep => Ok(false),
+                    CommitStep::Again => Ok(true),
                 }
-                Ok(durable)
             }
             Op::JournalRequest { journal } => {
                 self.tasks[t].pc += 1;
@@ -1431,10 +1439,9 @@ impl Sim {
                 unique,
                 relative,
                 origin_ns,
-            } => {
-                self.tasks[t].pc += 1;
-                Ok(self.op_clock(t, cpu, clock, period_ns, unique, relative, origin_ns))
-            }
+            } => Ok(self.timed_sleep(t, cpu, TaskState::Sleeping, |sim| {
+                sim.op_clock(t, clock, period_ns, unique, relative, origin_ns)
+            })),
             Op::SetAffinity { cpus } => {
                 self.tasks[t].pc += 1;
                 Ok(!self.set_cpus_allowed(t, cpu, &cpus))
@@ -1470,6 +1477,44 @@ impl Sim {
         self.rqs[cpu].stopper = Some(Stopper::Migrate { task: t, dst });
         self.queue_schedule(cpu);
         true
+    }
+
+    /// A timed sleep (`sleep`, `io`, `timer`, `clock`) in two executions of its op. The first
+    /// fixes the expiry with `expiry` (None: the op does not sleep, and the task goes on), as
+    /// `hrtimer_nanosleep()` arms its timer and a read submits its IO before `schedule()`;
+    /// the task then runs its own way to sleep (`enter_block_path`), inside the sleep. The
+    /// second sleeps until the expiry, or goes on if it passed meanwhile. A zero-length sleep
+    /// still blocks and wakes at once. Returns true if the task continues at this instant.
+    fn timed_sleep(
+        &mut self,
+        t: TaskId,
+        cpu: usize,
+        state: TaskState,
+        expiry: impl FnOnce(&mut Self) -> Option<Time>,
+    ) -> bool {
+        if let Some(at) = self.tasks[t].timed_deadline.take() {
+            self.tasks[t].pc += 1;
+            if at <= self.now {
+                return true;
+            }
+            self.sleep_until(t, cpu, at, state);
+            return false;
+        }
+        match expiry(self) {
+            Some(at) if at > self.now => {
+                self.tasks[t].timed_deadline = Some(at);
+                true
+            }
+            Some(at) => {
+                self.tasks[t].pc += 1;
+                self.sleep_until(t, cpu, at, state);
+                false
+            }
+            None => {
+                self.tasks[t].pc += 1;
+                true
+            }
+        }
     }
 
     pub(crate) fn sleep_until(&mut self, t: TaskId, cpu: usize, at: Time, state: TaskState) {

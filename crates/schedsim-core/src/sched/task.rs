@@ -177,6 +177,10 @@ pub struct Task {
     pub sync_queued: bool,
     /// `lock_row`: the row the task queued for.
     pub pending_row: Option<u32>,
+    /// `sleep`, `io`, `timer`, `clock`: the expiry the op's first execution fixed (a
+    /// nanosleep's hrtimer is armed, an IO submitted, before `schedule()`); the second sleeps
+    /// until it unless it passed while the task ran its way to sleep.
+    pub timed_deadline: Option<Time>,
     /// Next absolute activation of the periodic timer.
     pub timer_next: Option<Time>,
     /// `recv_any`: the position in its channel set it served last (`send_polled` replies

@@ -58,7 +58,8 @@ pub struct RowTable {
 /// Where a task stands in a group commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommitRole {
-    /// Flushing the log in iowait; its wakeup ends the flush.
+    /// Flushing the log: it started the write and sleeps in iowait until `flush_end` (after
+    /// its own way to sleep, which runs during the write).
     Flushing,
     /// Asleep: its record is in no flush yet.
     Queued,
@@ -70,6 +71,17 @@ pub enum CommitRole {
     Durable,
 }
 
+/// What an execution of `group_commit` leaves its task doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitStep {
+    /// Its record is durable: the task goes on to the next op.
+    Durable,
+    /// Asleep, queued or flushing.
+    Asleep,
+    /// It started a flush: the op runs again, after the task's way to sleep.
+    Again,
+}
+
 /// A log with group commit. A flush writes every record inserted before it started: whoever
 /// commits while a flush is under way waits, and when the flush ends the first of them
 /// flushes for all of them (PostgreSQL's `XLogFlush`: the waiters on `WALWriteLock` wake when
@@ -78,6 +90,8 @@ pub enum CommitRole {
 #[derive(Clone, Debug, Default)]
 pub struct GroupLog {
     pub flushing: bool,
+    /// When the flush under way completes.
+    pub flush_end: Time,
     /// Committers that arrived during the current flush.
     pub queued: Vec<TaskId>,
     /// Committers whose records the current flush covers (besides its flusher).
@@ -216,22 +230,21 @@ impl Sim {
         }
     }
 
-    /// `group_commit`: returns true when the task's record is durable and it continues; false
-    /// while it flushes or waits. The op is re-executed at each wakeup, and the task's role
-    /// says what the wakeup means.
-    pub fn op_group_commit(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) -> bool {
+    /// `group_commit`. The op is re-executed at each wakeup, and the task's role says what the
+    /// wakeup means.
+    pub fn op_group_commit(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) -> CommitStep {
         let lg = &mut self.sync.logs[log];
         match lg.roles.remove(&t) {
             None if !lg.flushing => {
                 lg.flushing = true;
-                self.start_flush(t, cpu, log, ns);
-                false
+                self.start_flush(t, log, ns);
+                CommitStep::Again
             }
             None => {
                 lg.queued.push(t);
                 lg.roles.insert(t, CommitRole::Queued);
                 self.block_task(t, cpu, TaskState::Sleeping);
-                false
+                CommitStep::Asleep
             }
             Some(CommitRole::Leader) => {
                 // everyone queued until now has a record this flush writes
@@ -239,26 +252,34 @@ impl Sim {
                 for &w in &lg.covered {
                     lg.roles.insert(w, CommitRole::Covered);
                 }
-                self.start_flush(t, cpu, log, ns);
-                false
+                self.start_flush(t, log, ns);
+                CommitStep::Again
+            }
+            Some(CommitRole::Flushing) if self.now < lg.flush_end => {
+                lg.roles.insert(t, CommitRole::Flushing);
+                let end = lg.flush_end;
+                self.sleep_until(t, cpu, end, TaskState::IoWait);
+                CommitStep::Asleep
             }
             Some(CommitRole::Flushing) => {
                 self.end_flush(cpu, log);
-                true
+                CommitStep::Durable
             }
-            Some(CommitRole::Durable) => true,
+            Some(CommitRole::Durable) => CommitStep::Durable,
             Some(role @ (CommitRole::Queued | CommitRole::Covered)) => {
                 // not a wakeup of this log's: keep waiting
                 lg.roles.insert(t, role);
                 self.block_task(t, cpu, TaskState::Sleeping);
-                false
+                CommitStep::Asleep
             }
         }
     }
 
-    fn start_flush(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) {
-        self.sync.logs[log].roles.insert(t, CommitRole::Flushing);
-        self.sleep_until(t, cpu, self.now + ns, TaskState::IoWait);
+    /// The flusher starts writing the log; it sleeps on the write at its op's next execution.
+    fn start_flush(&mut self, t: TaskId, log: usize, ns: u64) {
+        let lg = &mut self.sync.logs[log];
+        lg.roles.insert(t, CommitRole::Flushing);
+        lg.flush_end = self.now + ns;
     }
 
     /// The flush is done: its covered committers continue, and the first committer queued
@@ -431,19 +452,17 @@ impl Sim {
         false
     }
 
-    /// rt-app `timer` on a named clock: returns true if the task continues at once (the expiry
-    /// has come), false if it sleeps until the expiry.
-    #[allow(clippy::too_many_arguments)]
+    /// rt-app `timer` on a named clock: advance the clock and return the expiry to sleep until,
+    /// or None if it has come and the task continues at once.
     pub fn op_clock(
         &mut self,
         t: TaskId,
-        cpu: usize,
         clock: usize,
         period_ns: u64,
         unique: bool,
         relative: bool,
         origin_ns: u64,
-    ) -> bool {
+    ) -> Option<Time> {
         let prev = if unique {
             self.sync.task_clocks.get(&(t, clock)).copied()
         } else {
@@ -466,11 +485,7 @@ impl Sim {
         } else {
             self.sync.clocks[clock] = Some(stored);
         }
-        if sleep {
-            self.arm_task_timer(t, cpu, next);
-            self.block_task(t, cpu, TaskState::Sleeping);
-        }
-        !sleep
+        sleep.then_some(next)
     }
 
     /// `resume`: wake the suspended instances of a template, or leave them a pending resume.
