@@ -829,3 +829,44 @@ fn a_periodic_timer_keeps_its_expiry_while_the_task_runs_its_way_to_sleep() {
         assert_eq!(at("after"), 107_000, "{op}");
     }
 }
+
+#[test]
+fn an_io_completes_on_the_cpu_that_submitted_it_even_if_the_task_moved_on_its_way_to_sleep() {
+    // A 3 ms way to sleep (inflated so that load balancing moves the task during it): a
+    // submits a 20 ms IO on CPU 0, which it shares with c (pinned there); on its way to sleep
+    // it is moved to the idle CPU 1 and sleeps there. The completion still fires on CPU 0,
+    // where the IO was submitted, and wakes a from there.
+    let mut m = smp(2, 1, KHZ, true);
+    m["core_types"][0]["kernel_cycles"]["context_switch_out"] = json!(3_000_000.0);
+    m["core_types"][0]["kernel_cycles"]["context_switch"] = json!(3_000_000.0);
+    let a = json!({"name": "a", "start_cpu": 0, "program": [
+        {"op": "run", "cycles": 100_000.0}, {"op": "io", "ns": 20_000_000},
+        {"op": "mark", "name": "after"}]});
+    let c = pinned("c", 0, json!([{"op": "run", "cycles": 50_000_000.0}]));
+    let b = pinned(
+        "b",
+        1,
+        json!([{"op": "run", "cycles": 2_000_000.0}, {"op": "sleep", "ns": 100_000_000}]),
+    );
+    let mut cfg = config(m, custom(json!([a, c, b]), json!([])), "6.12", 0.0);
+    cfg.trace = true;
+    let sim = run(cfg);
+    let text = sim.trace.as_ref().unwrap().to_text(2);
+    let slept_on = text
+        .lines()
+        .filter(|l| l.contains("sched_switch: prev_comm=a ") && l.contains("prev_state=D"))
+        .map(|l| l.split('[').nth(1).unwrap()[..3].to_string())
+        .collect::<Vec<_>>();
+    let woken_from = text
+        .lines()
+        .filter(|l| l.contains("sched_waking: comm=a "))
+        .map(|l| l.split('[').nth(1).unwrap()[..3].to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(slept_on, ["001"], "a moved to CPU 1 on its way to sleep");
+    assert_eq!(
+        woken_from,
+        ["000"],
+        "the completion fires where the IO was submitted"
+    );
+    assert_eq!(mark_time(&sim, "after").len(), 1);
+}

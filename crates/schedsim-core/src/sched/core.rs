@@ -1480,11 +1480,13 @@ impl Sim {
     }
 
     /// A timed sleep (`sleep`, `io`, `timer`, `clock`) in two executions of its op. The first
-    /// fixes the expiry with `expiry` (None: the op does not sleep, and the task goes on), as
-    /// `hrtimer_nanosleep()` arms its timer and a read submits its IO before `schedule()`;
-    /// the task then runs its own way to sleep (`enter_block_path`), inside the sleep. The
-    /// second sleeps until the expiry, or goes on if it passed meanwhile. A zero-length sleep
-    /// still blocks and wakes at once. Returns true if the task continues at this instant.
+    /// fixes the expiry with `expiry` (None: the op does not sleep, and the task goes on) and
+    /// arms its timer on the current CPU, as `hrtimer_nanosleep()` arms its timer and a read
+    /// submits its IO before `schedule()`; the task then runs its own way to sleep
+    /// (`enter_block_path`), inside the sleep. The second sleeps until the timer fires, or goes
+    /// on if it fired meanwhile: the expiry then finds the task still running, which costs
+    /// nothing here (the kernel's interrupt only marks a queued task running). A zero-length
+    /// sleep still blocks and wakes at once. Returns true if the task continues at this instant.
     fn timed_sleep(
         &mut self,
         t: TaskId,
@@ -1497,12 +1499,14 @@ impl Sim {
             if at <= self.now {
                 return true;
             }
-            self.sleep_until(t, cpu, at, state);
+            // the timer armed by the first execution wakes the task
+            self.block_task(t, cpu, state);
             return false;
         }
         match expiry(self) {
             Some(at) if at > self.now => {
                 self.tasks[t].timed_deadline = Some(at);
+                self.arm_task_timer(t, cpu, at);
                 true
             }
             Some(at) => {

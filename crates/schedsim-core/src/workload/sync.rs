@@ -237,7 +237,7 @@ impl Sim {
         match lg.roles.remove(&t) {
             None if !lg.flushing => {
                 lg.flushing = true;
-                self.start_flush(t, log, ns);
+                self.start_flush(t, cpu, log, ns);
                 CommitStep::Again
             }
             None => {
@@ -252,13 +252,13 @@ impl Sim {
                 for &w in &lg.covered {
                     lg.roles.insert(w, CommitRole::Covered);
                 }
-                self.start_flush(t, log, ns);
+                self.start_flush(t, cpu, log, ns);
                 CommitStep::Again
             }
             Some(CommitRole::Flushing) if self.now < lg.flush_end => {
+                // the write's completion, armed when it started, wakes the flusher
                 lg.roles.insert(t, CommitRole::Flushing);
-                let end = lg.flush_end;
-                self.sleep_until(t, cpu, end, TaskState::IoWait);
+                self.block_task(t, cpu, TaskState::IoWait);
                 CommitStep::Asleep
             }
             Some(CommitRole::Flushing) => {
@@ -275,11 +275,16 @@ impl Sim {
         }
     }
 
-    /// The flusher starts writing the log; it sleeps on the write at its op's next execution.
-    fn start_flush(&mut self, t: TaskId, log: usize, ns: u64) {
+    /// The flusher starts writing the log, whose completion fires on this CPU; it sleeps on the
+    /// write at its op's next execution, after its way to sleep (a 0 ns write is complete by
+    /// then, and the flusher goes on without sleeping).
+    fn start_flush(&mut self, t: TaskId, cpu: usize, log: usize, ns: u64) {
         let lg = &mut self.sync.logs[log];
         lg.roles.insert(t, CommitRole::Flushing);
         lg.flush_end = self.now + ns;
+        if ns > 0 {
+            self.arm_task_timer(t, cpu, self.now + ns);
+        }
     }
 
     /// The flush is done: its covered committers continue, and the first committer queued
