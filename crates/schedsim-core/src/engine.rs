@@ -64,6 +64,8 @@ pub struct Channel {
     pub capacity: u32,
     /// A loopback TCP connection (its sends arm socket timers).
     pub tcp: bool,
+    /// See [`crate::workload::spec::ChannelSpec::write_space`].
+    pub write_space: Option<u32>,
     pub count: u32,
     pub receivers: VecDeque<TaskId>,
     pub senders: VecDeque<TaskId>,
@@ -316,6 +318,7 @@ impl Sim {
             .map(|c| Channel {
                 capacity: c.capacity,
                 tcp: c.tcp,
+                write_space: c.write_space,
                 ..Channel::default()
             })
             .collect();

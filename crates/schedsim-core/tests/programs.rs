@@ -870,3 +870,58 @@ fn an_io_completes_on_the_cpu_that_submitted_it_even_if_the_task_moved_on_its_wa
     );
     assert_eq!(mark_time(&sim, "after").len(), 1);
 }
+
+#[test]
+fn blocked_senders_wake_at_the_channels_write_space() {
+    // w sends 10 messages into a 4-message channel; r starts reading at 100,000 ns, one
+    // message per 1,000 ns of work (no kernel costs). Without a write space each read from the
+    // full channel wakes w for one more message: 6 wakeups. With write_space = 1 (an AF_UNIX
+    // socket's quarter of sk_sndbuf) w sleeps until a read leaves one message: reads at
+    // 100,000, 101,000 and 102,000 leave 3, 2, 1, so w sends the 5th-7th at 102,000, and the
+    // 8th-10th at 105,000: 2 wakeups.
+    let w = pinned(
+        "w",
+        0,
+        json!([{"op": "loop", "count": 10, "body": [
+            {"op": "send", "chan": "c"}, {"op": "mark", "name": "sent"}]}]),
+    );
+    let r = pinned(
+        "r",
+        1,
+        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 10, "body": [
+            {"op": "recv", "chan": "c"}, {"op": "run", "cycles": 1_000.0}]}]),
+    );
+    let mut m = smp(2, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    for (write_space, wakeups) in [(json!(null), 6), (json!(1), 2)] {
+        let chan = json!([{"name": "c", "capacity": 4, "write_space": write_space}]);
+        let sim = run(config(m.clone(), custom(json!([w, r]), chan), "6.12", 0.0));
+        assert_eq!(sim.tasks[0].stats.nr_wakeups, wakeups, "{write_space}");
+        let sent = mark_time(&sim, "sent");
+        assert_eq!(sent.len(), 10);
+        if write_space == json!(1) {
+            let start = sent[0];
+            assert!(sent[..4].iter().all(|&t| t == start), "{sent:?}");
+            assert_eq!(
+                &sent[4..],
+                &[102_000, 102_000, 102_000, 105_000, 105_000, 105_000]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_write_space_must_be_below_the_capacity() {
+    let w = pinned("w", 0, json!([{"op": "send", "chan": "c"}]));
+    let chan = json!([{"name": "c", "capacity": 4, "write_space": 4}]);
+    let cfg = config(smp(1, 1, KHZ, false), custom(json!([w]), chan), "6.12", 0.0);
+    let Err(err) = schedsim_core::Sim::new(cfg) else {
+        panic!("expected an error");
+    };
+    assert!(
+        err.contains("channel 'c'") && err.contains("write_space must be below its capacity (4)"),
+        "{err}"
+    );
+}

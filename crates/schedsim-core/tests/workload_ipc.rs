@@ -68,6 +68,12 @@ fn hackbench_buffers_hold_what_linux_holds() {
         assert_eq!(hackbench::socket_capacity(size), socket, "socket, {size} B");
         assert_eq!(hackbench::pipe_capacity(size), pipe, "pipe, {size} B");
     }
+    // unix_writable(): writers wake once sk_wmem_alloc x 4 <= sk_sndbuf, i.e. at most
+    // 212,992 / 4 bytes of skb truesize left: 768-byte skbs of 100 B messages, 1,280 of 200 B,
+    // 2,304 of 1000 B, 4,352 of 2000 B, 4,864 (page fragment) of 4096 B
+    for (size, left) in [(100, 69), (200, 41), (1000, 23), (2000, 12), (4096, 10)] {
+        assert_eq!(hackbench::socket_write_space(size), left, "{size} B");
+    }
 }
 
 #[test]

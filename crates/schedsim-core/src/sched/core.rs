@@ -971,14 +971,27 @@ impl Sim {
         }
     }
 
-    /// Take a message from `chan`, which holds one, and wake its first blocked sender. A pipe
-    /// (`pipe_read`) or Unix socket (`unix_write_space`) wakes its writer with
+    /// Take a message from `chan`, which holds one, and wake its blocked senders: the first
+    /// one, or with a `write_space` threshold all of them once the channel has drained to it. A
+    /// pipe (`pipe_read`) or Unix socket (`unix_write_space`) wakes its writers with
     /// `wake_up_interruptible_sync_poll` (`WF_SYNC`); TCP's `sk_stream_write_space` does not.
     fn chan_take(&mut self, cpu: usize, chan: usize) {
-        self.chans[chan].count -= 1;
-        if let Some(s) = self.chans[chan].senders.pop_front() {
-            let sync = !self.chans[chan].tcp;
-            self.try_to_wake_up(s, cpu, WakeFlags { sync });
+        let ch = &mut self.chans[chan];
+        ch.count -= 1;
+        let sync = WakeFlags { sync: !ch.tcp };
+        match ch.write_space {
+            None => {
+                if let Some(s) = ch.senders.pop_front() {
+                    self.try_to_wake_up(s, cpu, sync);
+                }
+            }
+            Some(k) if ch.count <= k && !ch.senders.is_empty() => {
+                let woken = std::mem::take(&mut ch.senders);
+                for s in woken {
+                    self.try_to_wake_up(s, cpu, sync);
+                }
+            }
+            Some(_) => {}
         }
     }
 

@@ -61,15 +61,27 @@ pub fn pipe_capacity(datasize: u64) -> u32 {
 /// `sk_wmem_alloc < sk_sndbuf`. Matches Linux 6.18: 278 messages of 1-64 or 100 B, 167 of
 /// 200-500 B, 93 of 1000 B, 49 of 2000-3776 B, 44 of 3800-4096 B.
 pub fn socket_capacity(datasize: u64) -> u32 {
+    WMEM_DEFAULT.div_ceil(skb_truesize(datasize)) as u32
+}
+
+/// The truesize of the skb `unix_stream_sendmsg` allocates for one `datasize`-byte message.
+fn skb_truesize(datasize: u64) -> u64 {
     let skb_max_head = PAGE_SIZE - SKB_SHINFO_ALIGNED;
     let empty_head = SKB_SHINFO_ALIGNED.next_power_of_two();
-    let truesize = if datasize > skb_max_head {
+    if datasize > skb_max_head {
         empty_head + SKB_STRUCT_ALIGNED + datasize.div_ceil(PAGE_SIZE) * PAGE_SIZE
     } else {
         let head = datasize.div_ceil(64) * 64 + SKB_SHINFO_ALIGNED;
         head.next_power_of_two() + SKB_STRUCT_ALIGNED
-    };
-    WMEM_DEFAULT.div_ceil(truesize) as u32
+    }
+}
+
+/// Messages left in an AF_UNIX stream socket when its blocked writers wake: each read frees
+/// an skb (`sock_wfree`), and `unix_write_space()` wakes the writers only once
+/// `unix_writable()`, `sk_wmem_alloc × 4 <= sk_sndbuf`, holds: a quarter of the buffer
+/// (69 of 278 messages of 100 B).
+pub fn socket_write_space(datasize: u64) -> u32 {
+    (WMEM_DEFAULT / 4 / skb_truesize(datasize)) as u32
 }
 
 pub fn generator() -> Generator {
@@ -123,6 +135,8 @@ pub struct Hackbench {
     pub datasize: u64,
     /// Messages a receiver's channel holds.
     pub capacity: u32,
+    /// Messages left when its blocked writers wake (sockets; a pipe wakes one per read).
+    pub write_space: Option<u32>,
     pub write_cycles: f64,
     pub read_cycles: f64,
     /// Memory stall per write / read (ns).
@@ -191,9 +205,12 @@ impl Hackbench {
         };
         let k = |what: &str| c.get(&format!("{kind}_{what}"));
         let (w, r) = (k("write_cycles"), k("read_cycles"));
-        let capacity = match ipc {
-            Ipc::Socket => socket_capacity(datasize),
-            Ipc::Pipe => pipe_capacity(datasize),
+        let (capacity, write_space) = match ipc {
+            Ipc::Socket => (
+                socket_capacity(datasize),
+                Some(socket_write_space(datasize)),
+            ),
+            Ipc::Pipe => (pipe_capacity(datasize), None),
         };
         Ok(Hackbench {
             groups,
@@ -203,6 +220,7 @@ impl Hackbench {
             fds,
             datasize,
             capacity,
+            write_space,
             write_cycles: (w + extra).max(0.0),
             read_cycles: (r + extra).max(0.0),
             write_stall_ns: k("write_stall_ns"),
@@ -269,7 +287,10 @@ impl Hackbench {
         for g in 0..self.groups {
             for j in 0..self.fds {
                 let chan = format!("g{g}-r{j}");
-                channels.push(ChannelSpec::new(chan.clone(), self.capacity));
+                channels.push(ChannelSpec {
+                    write_space: self.write_space,
+                    ..ChannelSpec::new(chan.clone(), self.capacity)
+                });
                 let mut prog = Self::ready();
                 prog.push(OpSpec::Loop {
                     count: self.fds as i64 * self.loops as i64,

@@ -148,6 +148,8 @@ pub struct ChannelDef {
     pub name: String,
     pub capacity: u32,
     pub tcp: bool,
+    /// See [`super::spec::ChannelSpec::write_space`].
+    pub write_space: Option<u32>,
 }
 
 /// The compiled workload.
@@ -406,6 +408,14 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
         if c.capacity == 0 {
             return Err(format!("channel '{}': capacity must be >= 1", c.name));
         }
+        if c.write_space.is_some_and(|k| k >= c.capacity) {
+            return Err(format!(
+                "channel '{}': write_space must be below its capacity ({}), got {}",
+                c.name,
+                c.capacity,
+                c.write_space.unwrap_or(0)
+            ));
+        }
         if chans.insert(c.name.clone(), i).is_some() {
             return Err(format!("channel '{}' declared twice", c.name));
         }
@@ -447,6 +457,7 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
                 name: c.name.clone(),
                 capacity: c.capacity,
                 tcp: c.tcp,
+                write_space: c.write_space,
             })
             .collect(),
         marks: names.marks,
@@ -543,6 +554,7 @@ impl Compiled {
                     name: tag(&c.name),
                     capacity: c.capacity,
                     tcp: c.tcp,
+                    write_space: c.write_space,
                 }));
             out.mutexes.extend(self.mutexes.iter().map(tag));
             out.conds.extend(self.conds.iter().map(tag));

@@ -88,6 +88,12 @@ pub struct ChannelSpec {
     /// receiver's delayed-ACK timer on the sending CPU ([`crate::timer::tcp_timers_rearm`]).
     #[serde(default)]
     pub tcp: bool,
+    /// When blocked senders wake. Unset: a receive from a full channel wakes the first blocked
+    /// sender, which finds one free slot. Set to K: a receive that leaves at most K messages
+    /// wakes every blocked sender, as an AF_UNIX socket's `unix_write_space()` does once the
+    /// sender's `sk_wmem_alloc` falls to a quarter of `sk_sndbuf` (`unix_writable()`).
+    #[serde(default)]
+    pub write_space: Option<u32>,
 }
 
 impl ChannelSpec {
@@ -97,6 +103,7 @@ impl ChannelSpec {
             name: name.into(),
             capacity,
             tcp: false,
+            write_space: None,
         }
     }
 
