@@ -250,6 +250,22 @@ def test_tcp_channels_are_validated(fake_core) -> None:
         build_config("skylake-8x", bad, duration="10ms")
 
 
+def test_channel_write_space_is_validated(fake_core) -> None:
+    from schedsim import programs as p
+
+    tasks = [p.task("a", p.send("c")), p.task("b", p.recv("c"))]
+    good = p.custom_workload(tasks, channels=[p.channel("c", capacity=4, write_space=1)])
+    cfg = build_config("skylake-8x", good, duration="10ms")
+    assert cfg["workload"]["custom"]["channels"][0]["write_space"] == 1
+    plain = p.custom_workload(tasks, channels=[p.channel("c", capacity=4)])
+    cfg = build_config("skylake-8x", plain, duration="10ms")
+    assert cfg["workload"]["custom"]["channels"][0].get("write_space") is None
+    for bad_space, needle in [(4, "below its capacity \\(4\\), got 4"), (-1, "write_space")]:
+        bad = p.custom_workload(tasks, channels=[p.channel("c", capacity=4, write_space=bad_space)])
+        with pytest.raises(ConfigError, match=needle):
+            build_config("skylake-8x", bad, duration="10ms")
+
+
 def test_rt_app_file_must_exist(fake_core, monkeypatch) -> None:
     from schedsim import config as config_mod
 

@@ -399,6 +399,17 @@ class ChannelSpec(_Strict):
     name: str
     capacity: PositiveInt = 1024
     tcp: bool = False
+    # blocked senders all wake once a receive leaves at most this many messages
+    write_space: NonNegativeInt | None = None
+
+    @model_validator(mode="after")
+    def _write_space_below_capacity(self) -> "ChannelSpec":
+        if self.write_space is not None and self.write_space >= self.capacity:
+            raise ValueError(
+                f"channel '{self.name}': write_space must be below its capacity "
+                f"({self.capacity}), got {self.write_space}"
+            )
+        return self
 
 
 class CustomWorkload(_Strict):
