@@ -13,7 +13,9 @@
 //! Mapping onto task programs: a receiver's pipe/socket is a bounded channel whose capacity
 //! is the kernel's buffer in messages (pipe: 16 pages of whole messages; socket: `sk_sndbuf`
 //! over the skb truesize of one message). A write is `run(write cycles + stall); send` (a sync
-//! wakeup of a waiting reader), a read is `recv; run(read cycles + stall)`. The GO byte that every worker
+//! wakeup of a waiting reader), a read is `recv; run(read cycles + stall)`. A socket's blocked
+//! writers all wake once a read leaves a quarter of its buffer in use (the channel's write
+//! space, `unix_write_space`); a pipe's first blocked writer wakes at every read from it full. The GO byte that every worker
 //! polls is a level-triggered event: `resume` of each worker (a worker not yet suspended
 //! keeps it pending). The creation cost (fork or clone) happens before the clock starts.
 //! Process and thread mode run the same program; they differ in what happens inside the timed
