@@ -250,7 +250,7 @@ def test_tcp_channels_are_validated(fake_core) -> None:
         build_config("skylake-8x", bad, duration="10ms")
 
 
-def test_channel_write_space_is_validated(fake_core) -> None:
+def test_channel_write_space_and_pipe_page_are_validated(fake_core) -> None:
     from schedsim import programs as p
 
     tasks = [p.task("a", p.send("c")), p.task("b", p.recv("c"))]
@@ -260,6 +260,12 @@ def test_channel_write_space_is_validated(fake_core) -> None:
     plain = p.custom_workload(tasks, channels=[p.channel("c", capacity=4)])
     cfg = build_config("skylake-8x", plain, duration="10ms")
     assert cfg["workload"]["custom"]["channels"][0].get("write_space") is None
+    pipe = p.custom_workload(tasks, channels=[p.channel("c", capacity=4, pipe_page=2)])
+    cfg = build_config("skylake-8x", pipe, duration="10ms")
+    assert cfg["workload"]["custom"]["channels"][0]["pipe_page"] == 2
+    bad = p.custom_workload(tasks, channels=[p.channel("c", capacity=5, pipe_page=2)])
+    with pytest.raises(ConfigError, match="pipe_page must divide the capacity \\(5\\)"):
+        build_config("skylake-8x", bad, duration="10ms")
     for bad_space, needle in [(4, "below its capacity \\(4\\), got 4"), (-1, "write_space")]:
         bad = p.custom_workload(tasks, channels=[p.channel("c", capacity=4, write_space=bad_space)])
         with pytest.raises(ConfigError, match=needle):

@@ -248,17 +248,24 @@ def task(
 
 
 def channel(
-    name: str, capacity: int = 1024, tcp: bool = False, write_space: int | None = None
+    name: str,
+    capacity: int = 1024,
+    tcp: bool = False,
+    write_space: int | None = None,
+    pipe_page: int | None = None,
 ) -> dict[str, Any]:
     """A bounded message channel (pipe or socket); `tcp` makes it a loopback TCP connection
     whose sends leave the socket timers armed on the sending CPU; `write_space` K makes its
     blocked senders wake all at once when a receive leaves at most K messages (an AF_UNIX
-    socket: a quarter of its buffer) instead of one per receive."""
+    socket: a quarter of its buffer) instead of one per receive; `pipe_page` N makes it a pipe
+    of capacity / N pages of N messages, whose writers wait for a free page."""
     spec: dict[str, Any] = {"name": name, "capacity": capacity}
     if tcp:
         spec["tcp"] = True
     if write_space is not None:
         spec["write_space"] = write_space
+    if pipe_page is not None:
+        spec["pipe_page"] = pipe_page
     return spec
 
 

@@ -401,13 +401,22 @@ class ChannelSpec(_Strict):
     tcp: bool = False
     # blocked senders all wake once a receive leaves at most this many messages
     write_space: NonNegativeInt | None = None
+    # a pipe of capacity / pipe_page pages of pipe_page messages
+    pipe_page: PositiveInt | None = None
 
     @model_validator(mode="after")
-    def _write_space_below_capacity(self) -> "ChannelSpec":
+    def _space_fits_capacity(self) -> "ChannelSpec":
         if self.write_space is not None and self.write_space >= self.capacity:
             raise ValueError(
                 f"channel '{self.name}': write_space must be below its capacity "
                 f"({self.capacity}), got {self.write_space}"
+            )
+        if self.pipe_page is not None and (
+            self.capacity % self.pipe_page or self.write_space is not None
+        ):
+            raise ValueError(
+                f"channel '{self.name}': pipe_page must divide the capacity ({self.capacity}), "
+                f"without a write_space; got {self.pipe_page}"
             )
         return self
 

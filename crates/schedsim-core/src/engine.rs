@@ -66,9 +66,61 @@ pub struct Channel {
     pub tcp: bool,
     /// See [`crate::workload::spec::ChannelSpec::write_space`].
     pub write_space: Option<u32>,
+    /// See [`crate::workload::spec::ChannelSpec::pipe_page`].
+    pub pipe_page: Option<u32>,
+    /// A pipe's pages in use, oldest first: the messages each holds.
+    pub pages: VecDeque<u32>,
     pub count: u32,
     pub receivers: VecDeque<TaskId>,
     pub senders: VecDeque<TaskId>,
+}
+
+impl Channel {
+    /// Pages a pipe has (`pipe->max_usage`).
+    fn max_pages(&self, pp: u32) -> usize {
+        (self.capacity / pp) as usize
+    }
+
+    /// Every page of a pipe in use (`pipe_full()`).
+    pub fn pipe_full(&self) -> bool {
+        self.pipe_page
+            .is_some_and(|pp| self.pages.len() >= self.max_pages(pp))
+    }
+
+    /// Whether a send goes through now.
+    pub fn writable(&self) -> bool {
+        match self.pipe_page {
+            None => self.count < self.capacity,
+            Some(pp) => {
+                self.pages.back().is_some_and(|&n| n < pp) || self.pages.len() < self.max_pages(pp)
+            }
+        }
+    }
+
+    /// Add a message (the channel is writable).
+    pub fn push(&mut self) {
+        self.count += 1;
+        if let Some(pp) = self.pipe_page {
+            match self.pages.back_mut() {
+                Some(n) if *n < pp => *n += 1,
+                _ => self.pages.push_back(1),
+            }
+        }
+    }
+
+    /// Take a message (the channel holds one). Returns true if it freed a pipe's page.
+    pub fn take(&mut self) -> bool {
+        self.count -= 1;
+        let Some(front) = self.pages.front_mut() else {
+            return false;
+        };
+        *front -= 1;
+        if *front == 0 {
+            self.pages.pop_front();
+            return true;
+        }
+        false
+    }
 }
 
 /// Kernel work costs in cycles, per core type.
@@ -319,6 +371,7 @@ impl Sim {
                 capacity: c.capacity,
                 tcp: c.tcp,
                 write_space: c.write_space,
+                pipe_page: c.pipe_page,
                 ..Channel::default()
             })
             .collect();

@@ -925,3 +925,73 @@ fn a_write_space_must_be_below_the_capacity() {
         "{err}"
     );
 }
+
+#[test]
+fn a_pipes_writers_wait_for_a_free_page_and_wake_as_the_kernel_version_wakes_them() {
+    // A pipe of 2 pages of 2 messages (capacity 4). w sends 10 messages; r reads one per
+    // 1,000 ns from 100,000 (no kernel costs). w fills both pages and blocks on the 5th. A
+    // read that leaves its page partly full frees nothing, so w can write again only after
+    // every second read: 5-6 at 101,000, 7-8 at 103,000, 9-10 at 105,000, in every version.
+    // Before v5.5 the freed page wakes w: 3 wakeups. From v5.5 every read that finds both
+    // pages in use wakes w, which goes back to sleep unless a page was freed: 6 wakeups.
+    let w = pinned(
+        "w",
+        0,
+        json!([{"op": "loop", "count": 10, "body": [
+            {"op": "send", "chan": "p"}, {"op": "mark", "name": "sent"}]}]),
+    );
+    let r = pinned(
+        "r",
+        1,
+        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 10, "body": [
+            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
+    );
+    let mut m = smp(2, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 2}]);
+    for (kernel, wakeups) in [("5.2", 3), ("6.12", 6)] {
+        let sim = run(config(
+            m.clone(),
+            custom(json!([w, r]), chan.clone()),
+            kernel,
+            0.0,
+        ));
+        assert_eq!(sim.tasks[0].stats.nr_wakeups, wakeups, "{kernel}");
+        let sent = mark_time(&sim, "sent");
+        assert!(
+            sent[..4].iter().all(|&t| t == sent[0]),
+            "{kernel}: {sent:?}"
+        );
+        assert_eq!(
+            &sent[4..],
+            &[101_000, 101_000, 103_000, 103_000, 105_000, 105_000],
+            "{kernel}"
+        );
+    }
+}
+
+#[test]
+fn a_pipe_page_must_divide_the_capacity() {
+    let w = pinned("w", 0, json!([{"op": "send", "chan": "p"}]));
+    for bad in [
+        json!({"name": "p", "capacity": 5, "pipe_page": 2}),
+        json!({"name": "p", "capacity": 4, "pipe_page": 0}),
+        json!({"name": "p", "capacity": 4, "pipe_page": 2, "write_space": 1}),
+    ] {
+        let cfg = config(
+            smp(1, 1, KHZ, false),
+            custom(json!([w]), json!([bad])),
+            "6.12",
+            0.0,
+        );
+        let Err(err) = schedsim_core::Sim::new(cfg) else {
+            panic!("expected an error for {bad}");
+        };
+        assert!(
+            err.contains("channel 'p': pipe_page must be >= 1 and divide the capacity"),
+            "{err}"
+        );
+    }
+}

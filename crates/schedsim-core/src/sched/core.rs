@@ -953,8 +953,8 @@ impl Sim {
     /// `send`: add a message, or block while the channel is full; true if the task continues.
     fn chan_send(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
         let ch = &mut self.chans[chan];
-        if ch.count < ch.capacity {
-            ch.count += 1;
+        if ch.writable() {
+            ch.push();
             self.tasks[t].pc += 1;
             if self.chans[chan].tcp {
                 let tick = self.prof.tick_ns();
@@ -962,6 +962,13 @@ impl Sim {
             }
             if let Some(r) = self.chans[chan].receivers.pop_front() {
                 self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
+            }
+            // v5.5+ pipe_write: a writer that leaves a page free wakes the next waiting writer
+            let ch = &mut self.chans[chan];
+            if ch.pipe_page.is_some() && self.prof.at_least(5, 5) && !ch.pipe_full() {
+                if let Some(s) = ch.senders.pop_front() {
+                    self.try_to_wake_up(s, cpu, WakeFlags { sync: true });
+                }
             }
             true
         } else {
@@ -976,9 +983,30 @@ impl Sim {
     /// pipe (`pipe_read`) or Unix socket (`unix_write_space`) wakes its writers with
     /// `wake_up_interruptible_sync_poll` (`WF_SYNC`); TCP's `sk_stream_write_space` does not.
     fn chan_take(&mut self, cpu: usize, chan: usize) {
+        let exclusive_pipe = self.prof.at_least(5, 5);
         let ch = &mut self.chans[chan];
-        ch.count -= 1;
+        let was_full = ch.pipe_full();
+        let freed_page = ch.take();
         let sync = WakeFlags { sync: !ch.tcp };
+        if ch.pipe_page.is_some() {
+            // pipe_read: before v5.5 every writer when a page is freed; then one writer
+            // (exclusive) at every read that started with every page in use
+            let woken: Vec<TaskId> = if exclusive_pipe {
+                if was_full {
+                    ch.senders.pop_front().into_iter().collect()
+                } else {
+                    Vec::new()
+                }
+            } else if freed_page {
+                std::mem::take(&mut ch.senders).into()
+            } else {
+                Vec::new()
+            };
+            for s in woken {
+                self.try_to_wake_up(s, cpu, sync);
+            }
+            return;
+        }
         match ch.write_space {
             None => {
                 if let Some(s) = ch.senders.pop_front() {
@@ -1098,7 +1126,7 @@ impl Sim {
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         use crate::workload::sync::CommitRole;
-        let full = |c: usize| self.chans[c].count >= self.chans[c].capacity;
+        let full = |c: usize| !self.chans[c].writable();
         // lock, lock_row, barrier and cond_wait queue the task first (their first execution);
         // it then sleeps unless it was served while on its way
         let queued = self.tasks[t].sync_queued;

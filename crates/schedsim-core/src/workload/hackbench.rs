@@ -15,7 +15,8 @@
 //! over the skb truesize of one message). A write is `run(write cycles + stall); send` (a sync
 //! wakeup of a waiting reader), a read is `recv; run(read cycles + stall)`. A socket's blocked
 //! writers all wake once a read leaves a quarter of its buffer in use (the channel's write
-//! space, `unix_write_space`); a pipe's first blocked writer wakes at every read from it full. The GO byte that every worker
+//! space, `unix_write_space`); a pipe counts its space in pages and wakes its writers as
+//! `pipe_read` does in the run's kernel version (the channel's `pipe_page`). The GO byte that every worker
 //! polls is a level-triggered event: `resume` of each worker (a worker not yet suspended
 //! keeps it pending). The creation cost (fork or clone) happens before the clock starts.
 //! Process and thread mode run the same program; they differ in what happens inside the timed
@@ -52,7 +53,12 @@ pub const SKB_SHINFO_ALIGNED: u64 = 320;
 /// page only if it fits whole (writes up to PIPE_BUF are atomic), so a page holds
 /// ⌊4096 / size⌋ messages.
 pub fn pipe_capacity(datasize: u64) -> u32 {
-    (PIPE_DEF_BUFFERS * (PAGE_SIZE / datasize).max(1)) as u32
+    PIPE_DEF_BUFFERS as u32 * pipe_page(datasize)
+}
+
+/// Messages one pipe page holds.
+pub fn pipe_page(datasize: u64) -> u32 {
+    (PAGE_SIZE / datasize).max(1) as u32
 }
 
 /// Messages an AF_UNIX stream socket takes before the writer blocks.
@@ -137,8 +143,10 @@ pub struct Hackbench {
     pub datasize: u64,
     /// Messages a receiver's channel holds.
     pub capacity: u32,
-    /// Messages left when its blocked writers wake (sockets; a pipe wakes one per read).
+    /// Messages left when its blocked writers wake (sockets).
     pub write_space: Option<u32>,
+    /// Messages per page (pipes).
+    pub pipe_page: Option<u32>,
     pub write_cycles: f64,
     pub read_cycles: f64,
     /// Memory stall per write / read (ns).
@@ -207,12 +215,13 @@ impl Hackbench {
         };
         let k = |what: &str| c.get(&format!("{kind}_{what}"));
         let (w, r) = (k("write_cycles"), k("read_cycles"));
-        let (capacity, write_space) = match ipc {
+        let (capacity, write_space, page) = match ipc {
             Ipc::Socket => (
                 socket_capacity(datasize),
                 Some(socket_write_space(datasize)),
+                None,
             ),
-            Ipc::Pipe => (pipe_capacity(datasize), None),
+            Ipc::Pipe => (pipe_capacity(datasize), None, Some(pipe_page(datasize))),
         };
         Ok(Hackbench {
             groups,
@@ -223,6 +232,7 @@ impl Hackbench {
             datasize,
             capacity,
             write_space,
+            pipe_page: page,
             write_cycles: (w + extra).max(0.0),
             read_cycles: (r + extra).max(0.0),
             write_stall_ns: k("write_stall_ns"),
@@ -291,6 +301,7 @@ impl Hackbench {
                 let chan = format!("g{g}-r{j}");
                 channels.push(ChannelSpec {
                     write_space: self.write_space,
+                    pipe_page: self.pipe_page,
                     ..ChannelSpec::new(chan.clone(), self.capacity)
                 });
                 let mut prog = Self::ready();

@@ -150,6 +150,8 @@ pub struct ChannelDef {
     pub tcp: bool,
     /// See [`super::spec::ChannelSpec::write_space`].
     pub write_space: Option<u32>,
+    /// See [`super::spec::ChannelSpec::pipe_page`].
+    pub pipe_page: Option<u32>,
 }
 
 /// The compiled workload.
@@ -416,6 +418,14 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
                 c.write_space.unwrap_or(0)
             ));
         }
+        if let Some(pp) = c.pipe_page {
+            if pp == 0 || c.capacity % pp != 0 || c.write_space.is_some() {
+                return Err(format!(
+                    "channel '{}': pipe_page must be >= 1 and divide the capacity ({}), without a write_space; got {pp}",
+                    c.name, c.capacity
+                ));
+            }
+        }
         if chans.insert(c.name.clone(), i).is_some() {
             return Err(format!("channel '{}' declared twice", c.name));
         }
@@ -458,6 +468,7 @@ pub fn compile(w: &CustomWorkload) -> Result<Compiled, String> {
                 capacity: c.capacity,
                 tcp: c.tcp,
                 write_space: c.write_space,
+                pipe_page: c.pipe_page,
             })
             .collect(),
         marks: names.marks,
@@ -555,6 +566,7 @@ impl Compiled {
                     capacity: c.capacity,
                     tcp: c.tcp,
                     write_space: c.write_space,
+                    pipe_page: c.pipe_page,
                 }));
             out.mutexes.extend(self.mutexes.iter().map(tag));
             out.conds.extend(self.conds.iter().map(tag));

@@ -94,6 +94,15 @@ pub struct ChannelSpec {
     /// sender's `sk_wmem_alloc` falls to a quarter of `sk_sndbuf` (`unix_writable()`).
     #[serde(default)]
     pub write_space: Option<u32>,
+    /// A pipe of `capacity / pipe_page` pages holding `pipe_page` messages each: a write
+    /// merges into the last page while it has room (not into an empty pipe), otherwise takes a
+    /// free page; a writer blocks while every page is in use and the last one is full, and a
+    /// read that empties its page frees it. Blocked writers wake as `pipe_read` wakes them:
+    /// before v5.5 all of them whenever a read frees a page; from v5.5 (exclusive waits) one at
+    /// every read that finds every page in use, going back to sleep unless a page was freed,
+    /// and a writer that leaves a page free wakes the next one.
+    #[serde(default)]
+    pub pipe_page: Option<u32>,
 }
 
 impl ChannelSpec {
@@ -104,6 +113,7 @@ impl ChannelSpec {
             capacity,
             tcp: false,
             write_space: None,
+            pipe_page: None,
         }
     }
 
