@@ -68,8 +68,10 @@ pub struct Channel {
     pub write_space: Option<u32>,
     /// See [`crate::workload::spec::ChannelSpec::pipe_page`].
     pub pipe_page: Option<u32>,
-    /// A pipe's pages in use, oldest first: the messages each holds.
-    pub pages: VecDeque<u32>,
+    /// A pipe's pages in use, oldest first: the messages written into each and those still
+    /// unread. A write merges only after the last message written (reads do not make room in
+    /// a page), and a page is freed once every message written into it has been read.
+    pub pages: VecDeque<(u32, u32)>,
     pub count: u32,
     pub receivers: VecDeque<TaskId>,
     pub senders: VecDeque<TaskId>,
@@ -92,7 +94,8 @@ impl Channel {
         match self.pipe_page {
             None => self.count < self.capacity,
             Some(pp) => {
-                self.pages.back().is_some_and(|&n| n < pp) || self.pages.len() < self.max_pages(pp)
+                self.pages.back().is_some_and(|&(written, _)| written < pp)
+                    || self.pages.len() < self.max_pages(pp)
             }
         }
     }
@@ -102,8 +105,11 @@ impl Channel {
         self.count += 1;
         if let Some(pp) = self.pipe_page {
             match self.pages.back_mut() {
-                Some(n) if *n < pp => *n += 1,
-                _ => self.pages.push_back(1),
+                Some((written, unread)) if *written < pp => {
+                    *written += 1;
+                    *unread += 1;
+                }
+                _ => self.pages.push_back((1, 1)),
             }
         }
     }
@@ -111,11 +117,11 @@ impl Channel {
     /// Take a message (the channel holds one). Returns true if it freed a pipe's page.
     pub fn take(&mut self) -> bool {
         self.count -= 1;
-        let Some(front) = self.pages.front_mut() else {
+        let Some((_, unread)) = self.pages.front_mut() else {
             return false;
         };
-        *front -= 1;
-        if *front == 0 {
+        *unread -= 1;
+        if *unread == 0 {
             self.pages.pop_front();
             return true;
         }

@@ -995,3 +995,43 @@ fn a_pipe_page_must_divide_the_capacity() {
         );
     }
 }
+
+#[test]
+fn a_read_makes_no_room_in_a_pipe_page_until_the_page_is_empty() {
+    // One page of 4 messages. w fills it and blocks on its 5th send; r reads one message per
+    // 1,000 ns from 100,000. A write only appends after the last message written, so the
+    // reads at 100,000-102,000 make no room; the 4th empties the page and frees it, and w
+    // sends its 5th and 6th at 103,000. On 6.12 each of the 4 reads finds the pipe full and
+    // wakes w (3 in vain), on 5.2 only the freed page does.
+    let w = pinned(
+        "w",
+        0,
+        json!([{"op": "loop", "count": 6, "body": [
+            {"op": "send", "chan": "p"}, {"op": "mark", "name": "sent"}]}]),
+    );
+    let r = pinned(
+        "r",
+        1,
+        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 6, "body": [
+            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
+    );
+    let mut m = smp(2, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 4}]);
+    for (kernel, wakeups) in [("5.2", 1), ("6.12", 4)] {
+        let sim = run(config(
+            m.clone(),
+            custom(json!([w, r]), chan.clone()),
+            kernel,
+            0.0,
+        ));
+        assert_eq!(sim.tasks[0].stats.nr_wakeups, wakeups, "{kernel}");
+        assert_eq!(
+            &mark_time(&sim, "sent")[4..],
+            &[103_000, 103_000],
+            "{kernel}"
+        );
+    }
+}

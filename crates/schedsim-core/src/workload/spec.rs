@@ -95,9 +95,9 @@ pub struct ChannelSpec {
     #[serde(default)]
     pub write_space: Option<u32>,
     /// A pipe of `capacity / pipe_page` pages holding `pipe_page` messages each: a write
-    /// merges into the last page while it has room (not into an empty pipe), otherwise takes a
-    /// free page; a writer blocks while every page is in use and the last one is full, and a
-    /// read that empties its page frees it. Blocked writers wake as `pipe_read` wakes them:
+    /// appends to the last page while it has room after its last message (not into an empty
+    /// pipe), otherwise takes a free page; a writer blocks while every page is in use and the
+    /// last one is full. Reads make no room inside a page; one that empties its page frees it. Blocked writers wake as `pipe_read` wakes them:
     /// before v5.5 all of them whenever a read frees a page; from v5.5 (exclusive waits) one at
     /// every read that finds every page in use, going back to sleep unless a page was freed,
     /// and a writer that leaves a page free wakes the next one.
