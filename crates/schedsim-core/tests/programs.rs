@@ -1035,3 +1035,43 @@ fn a_read_makes_no_room_in_a_pipe_page_until_the_page_is_empty() {
         );
     }
 }
+
+#[test]
+fn a_pipe_writer_that_has_waited_needs_a_free_page() {
+    // Two pages of 2 messages. w1 fills both and blocks on its 5th send; w2 blocks on its
+    // send at 50,000. r reads one message per 1,000 ns from 100,000. pipe_write appends to the
+    // last page only on entry: after waiting, a writer needs a whole free page. The read at
+    // 101,000 frees one page, which one writer takes (the other cannot append to it); the
+    // read at 103,000 frees the next, for the other: one sends at 101,000, the other at
+    // 103,000, whichever kernel version wakes them.
+    let w1 = pinned(
+        "w1",
+        0,
+        json!([{"op": "loop", "count": 5, "body": [
+            {"op": "send", "chan": "p"}, {"op": "mark", "name": "w1_sent"}]}]),
+    );
+    let w2 = pinned(
+        "w2",
+        2,
+        json!([{"op": "run", "cycles": 50_000.0}, {"op": "send", "chan": "p"},
+               {"op": "mark", "name": "w2_sent"}]),
+    );
+    let r = pinned(
+        "r",
+        1,
+        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 6, "body": [
+            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
+    );
+    let mut m = smp(3, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 2}]);
+    for kernel in ["5.2", "6.12"] {
+        let tasks = json!([w1.clone(), w2.clone(), r.clone()]);
+        let sim = run(config(m.clone(), custom(tasks, chan.clone()), kernel, 0.0));
+        let mut last = [mark_time(&sim, "w1_sent")[4], mark_time(&sim, "w2_sent")[0]];
+        last.sort_unstable();
+        assert_eq!(last, [101_000, 103_000], "{kernel}");
+    }
+}

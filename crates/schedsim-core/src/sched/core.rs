@@ -102,6 +102,7 @@ impl Sim {
             poll_served: 0,
             poll_next: 0,
             poll_waiting: false,
+            pipe_waited: false,
             live_children: 0,
             exited_children: 0,
             waiting_for_child: false,
@@ -951,9 +952,21 @@ impl Sim {
     }
 
     /// `send`: add a message, or block while the channel is full; true if the task continues.
+    /// Whether `t`'s send to `chan` goes through now: a pipe writer that has waited in this
+    /// send needs a free page.
+    fn send_fits(&self, t: TaskId, chan: usize) -> bool {
+        let ch = &self.chans[chan];
+        if ch.pipe_page.is_some() && self.tasks[t].pipe_waited {
+            !ch.pipe_full()
+        } else {
+            ch.writable()
+        }
+    }
+
     fn chan_send(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
-        let ch = &mut self.chans[chan];
-        if ch.writable() {
+        if self.send_fits(t, chan) {
+            let waited = std::mem::take(&mut self.tasks[t].pipe_waited);
+            let ch = &mut self.chans[chan];
             ch.push();
             self.tasks[t].pc += 1;
             if self.chans[chan].tcp {
@@ -963,15 +976,29 @@ impl Sim {
             if let Some(r) = self.chans[chan].receivers.pop_front() {
                 self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
             }
-            // v5.5+ pipe_write: a writer that leaves a page free wakes the next waiting writer
             let ch = &mut self.chans[chan];
-            if ch.pipe_page.is_some() && self.prof.at_least(5, 5) && !ch.pipe_full() {
-                if let Some(s) = ch.senders.pop_front() {
+            if ch.pipe_page.is_some() {
+                // pipe_write's wakeup after writing: before v5.5 readers and writers share one
+                // wait queue and every waiter wakes (blocked writers go back to sleep unless a
+                // page is free); from v5.5 a writer that waited and leaves a page free wakes
+                // the next waiting writer
+                let woken: Vec<TaskId> = if !self.prof.at_least(5, 5) {
+                    std::mem::take(&mut ch.senders).into()
+                } else if waited && !ch.pipe_full() {
+                    ch.senders.pop_front().into_iter().collect()
+                } else {
+                    Vec::new()
+                };
+                for s in woken {
                     self.try_to_wake_up(s, cpu, WakeFlags { sync: true });
                 }
             }
             true
         } else {
+            let ch = &mut self.chans[chan];
+            if ch.pipe_page.is_some() {
+                self.tasks[t].pipe_waited = true;
+            }
             ch.senders.push_back(t);
             self.block_task(t, cpu, TaskState::Sleeping);
             false
@@ -1126,7 +1153,7 @@ impl Sim {
     fn op_would_block(&self, t: TaskId, op: &crate::workload::program::Op) -> bool {
         use crate::workload::program::Op;
         use crate::workload::sync::CommitRole;
-        let full = |c: usize| !self.chans[c].writable();
+        let full = |c: usize| !self.send_fits(t, c);
         // lock, lock_row, barrier and cond_wait queue the task first (their first execution);
         // it then sleeps unless it was served while on its way
         let queued = self.tasks[t].sync_queued;

@@ -189,6 +189,9 @@ pub struct Task {
     pub poll_next: usize,
     /// Blocked in `recv_any`: queued as a receiver on every channel of its set.
     pub poll_waiting: bool,
+    /// Blocked in the current `send` to a pipe at least once: `pipe_write` tries to append to
+    /// the last page only on entry, so after waiting it needs a free page.
+    pub pipe_waited: bool,
     pub live_children: u32,
     pub exited_children: u32,
     pub waiting_for_child: bool,
