@@ -871,6 +871,35 @@ fn an_io_completes_on_the_cpu_that_submitted_it_even_if_the_task_moved_on_its_wa
     assert_eq!(mark_time(&sim, "after").len(), 1);
 }
 
+/// `cpus` CPUs at 1 GHz without kernel costs, waking from idle at once (POLL only).
+fn bare_smp(cpus: usize) -> serde_json::Value {
+    let mut m = smp(cpus, 1, KHZ, false);
+    m["idle_states"]["default"] = json!([
+        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
+    ]);
+    m
+}
+
+/// `name` on `cpu` sends `sends` messages on channel `chan`, marking `mark` after each.
+fn sender(name: &str, cpu: usize, chan: &str, sends: i64, mark: &str) -> serde_json::Value {
+    pinned(
+        name,
+        cpu,
+        json!([{"op": "loop", "count": sends, "body": [
+            {"op": "send", "chan": chan}, {"op": "mark", "name": mark}]}]),
+    )
+}
+
+/// `r` on CPU 1 reads `reads` messages of `chan` from 100,000 ns, one per 1,000 ns of work.
+fn slow_reader(chan: &str, reads: i64) -> serde_json::Value {
+    pinned(
+        "r",
+        1,
+        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": reads, "body": [
+            {"op": "recv", "chan": chan}, {"op": "run", "cycles": 1_000.0}]}]),
+    )
+}
+
 #[test]
 fn blocked_senders_wake_at_the_channels_write_space() {
     // w sends 10 messages into a 4-message channel; r starts reading at 100,000 ns, one
@@ -879,22 +908,9 @@ fn blocked_senders_wake_at_the_channels_write_space() {
     // socket's quarter of sk_sndbuf) w sleeps until a read leaves one message: reads at
     // 100,000, 101,000 and 102,000 leave 3, 2, 1, so w sends the 5th-7th at 102,000, and the
     // 8th-10th at 105,000: 2 wakeups.
-    let w = pinned(
-        "w",
-        0,
-        json!([{"op": "loop", "count": 10, "body": [
-            {"op": "send", "chan": "c"}, {"op": "mark", "name": "sent"}]}]),
-    );
-    let r = pinned(
-        "r",
-        1,
-        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 10, "body": [
-            {"op": "recv", "chan": "c"}, {"op": "run", "cycles": 1_000.0}]}]),
-    );
-    let mut m = smp(2, 1, KHZ, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
-    ]);
+    let w = sender("w", 0, "c", 10, "sent");
+    let r = slow_reader("c", 10);
+    let m = bare_smp(2);
     for (write_space, wakeups) in [(json!(null), 6), (json!(1), 2)] {
         let chan = json!([{"name": "c", "capacity": 4, "write_space": write_space}]);
         let sim = run(config(m.clone(), custom(json!([w, r]), chan), "6.12", 0.0));
@@ -926,6 +942,16 @@ fn a_write_space_must_be_below_the_capacity() {
     );
 }
 
+/// w sends and r reads `messages` messages through a 4-message pipe of `page`-message pages.
+fn pipe_pair(messages: i64, page: u32, kernel: &str) -> schedsim_core::Sim {
+    let tasks = json!([
+        sender("w", 0, "p", messages, "sent"),
+        slow_reader("p", messages)
+    ]);
+    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": page}]);
+    run(config(bare_smp(2), custom(tasks, chan), kernel, 0.0))
+}
+
 #[test]
 fn a_pipes_writers_wait_for_a_free_page_and_wake_as_the_kernel_version_wakes_them() {
     // A pipe of 2 pages of 2 messages (capacity 4). w sends 10 messages; r reads one per
@@ -934,30 +960,8 @@ fn a_pipes_writers_wait_for_a_free_page_and_wake_as_the_kernel_version_wakes_the
     // every second read: 5-6 at 101,000, 7-8 at 103,000, 9-10 at 105,000, in every version.
     // Before v5.5 the freed page wakes w: 3 wakeups. From v5.5 every read that finds both
     // pages in use wakes w, which goes back to sleep unless a page was freed: 6 wakeups.
-    let w = pinned(
-        "w",
-        0,
-        json!([{"op": "loop", "count": 10, "body": [
-            {"op": "send", "chan": "p"}, {"op": "mark", "name": "sent"}]}]),
-    );
-    let r = pinned(
-        "r",
-        1,
-        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 10, "body": [
-            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
-    );
-    let mut m = smp(2, 1, KHZ, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
-    ]);
-    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 2}]);
     for (kernel, wakeups) in [("5.2", 3), ("6.12", 6)] {
-        let sim = run(config(
-            m.clone(),
-            custom(json!([w, r]), chan.clone()),
-            kernel,
-            0.0,
-        ));
+        let sim = pipe_pair(10, 2, kernel);
         assert_eq!(sim.tasks[0].stats.nr_wakeups, wakeups, "{kernel}");
         let sent = mark_time(&sim, "sent");
         assert!(
@@ -1003,30 +1007,8 @@ fn a_read_makes_no_room_in_a_pipe_page_until_the_page_is_empty() {
     // reads at 100,000-102,000 make no room; the 4th empties the page and frees it, and w
     // sends its 5th and 6th at 103,000. On 6.12 each of the 4 reads finds the pipe full and
     // wakes w (3 in vain), on 5.2 only the freed page does.
-    let w = pinned(
-        "w",
-        0,
-        json!([{"op": "loop", "count": 6, "body": [
-            {"op": "send", "chan": "p"}, {"op": "mark", "name": "sent"}]}]),
-    );
-    let r = pinned(
-        "r",
-        1,
-        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 6, "body": [
-            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
-    );
-    let mut m = smp(2, 1, KHZ, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
-    ]);
-    let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 4}]);
     for (kernel, wakeups) in [("5.2", 1), ("6.12", 4)] {
-        let sim = run(config(
-            m.clone(),
-            custom(json!([w, r]), chan.clone()),
-            kernel,
-            0.0,
-        ));
+        let sim = pipe_pair(6, 4, kernel);
         assert_eq!(sim.tasks[0].stats.nr_wakeups, wakeups, "{kernel}");
         assert_eq!(
             &mark_time(&sim, "sent")[4..],
@@ -1044,28 +1026,15 @@ fn a_pipe_writer_that_has_waited_needs_a_free_page() {
     // 101,000 frees one page, which one writer takes (the other cannot append to it); the
     // read at 103,000 frees the next, for the other: one sends at 101,000, the other at
     // 103,000, whichever kernel version wakes them.
-    let w1 = pinned(
-        "w1",
-        0,
-        json!([{"op": "loop", "count": 5, "body": [
-            {"op": "send", "chan": "p"}, {"op": "mark", "name": "w1_sent"}]}]),
-    );
+    let w1 = sender("w1", 0, "p", 5, "w1_sent");
     let w2 = pinned(
         "w2",
         2,
         json!([{"op": "run", "cycles": 50_000.0}, {"op": "send", "chan": "p"},
                {"op": "mark", "name": "w2_sent"}]),
     );
-    let r = pinned(
-        "r",
-        1,
-        json!([{"op": "run", "cycles": 100_000.0}, {"op": "loop", "count": 6, "body": [
-            {"op": "recv", "chan": "p"}, {"op": "run", "cycles": 1_000.0}]}]),
-    );
-    let mut m = smp(3, 1, KHZ, false);
-    m["idle_states"]["default"] = json!([
-        {"name": "POLL", "exit_latency_us": 0, "target_residency_us": 0, "turbo_active": true}
-    ]);
+    let r = slow_reader("p", 6);
+    let m = bare_smp(3);
     let chan = json!([{"name": "p", "capacity": 4, "pipe_page": 2}]);
     for kernel in ["5.2", "6.12"] {
         let tasks = json!([w1.clone(), w2.clone(), r.clone()]);
