@@ -14,6 +14,14 @@ use crate::engine::{Ev, Sim};
 use crate::sim::time::Time;
 use crate::trace::ftrace::{Payload, PWR_EVENT_EXIT};
 
+/// Which blocked senders of a channel a send or a receive wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WakeSenders {
+    No,
+    First,
+    All,
+}
+
 /// Wake flags.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WakeFlags {
@@ -951,7 +959,6 @@ impl Sim {
         self.force_rearm(cpu);
     }
 
-    /// `send`: add a message, or block while the channel is full; true if the task continues.
     /// Whether `t`'s send to `chan` goes through now: a pipe writer that has waited in this
     /// send needs a free page.
     fn send_fits(&self, t: TaskId, chan: usize) -> bool {
@@ -963,6 +970,7 @@ impl Sim {
         }
     }
 
+    /// `send`: add a message, or block while the channel is full; true if the task continues.
     fn chan_send(&mut self, t: TaskId, cpu: usize, chan: usize) -> bool {
         if self.send_fits(t, chan) {
             let waited = std::mem::take(&mut self.tasks[t].pipe_waited);
@@ -976,23 +984,20 @@ impl Sim {
             if let Some(r) = self.chans[chan].receivers.pop_front() {
                 self.try_to_wake_up(r, cpu, WakeFlags { sync: true });
             }
-            let ch = &mut self.chans[chan];
-            if ch.pipe_page.is_some() {
-                // pipe_write's wakeup after writing: before v5.5 readers and writers share one
-                // wait queue and every waiter wakes (blocked writers go back to sleep unless a
-                // page is free); from v5.5 a writer that waited and leaves a page free wakes
-                // the next waiting writer
-                let woken: Vec<TaskId> = if !self.prof.at_least(5, 5) {
-                    std::mem::take(&mut ch.senders).into()
-                } else if waited && !ch.pipe_full() {
-                    ch.senders.pop_front().into_iter().collect()
-                } else {
-                    Vec::new()
-                };
-                for s in woken {
-                    self.try_to_wake_up(s, cpu, WakeFlags { sync: true });
-                }
-            }
+            // pipe_write's wakeup after writing: before v5.5 readers and writers share one wait
+            // queue and every waiter wakes (blocked writers go back to sleep unless a page is
+            // free); from v5.5 a writer that waited and leaves a page free wakes the next one
+            let ch = &self.chans[chan];
+            let which = if ch.pipe_page.is_none() {
+                WakeSenders::No
+            } else if !self.prof.at_least(5, 5) {
+                WakeSenders::All
+            } else if waited && !ch.pipe_full() {
+                WakeSenders::First
+            } else {
+                WakeSenders::No
+            };
+            self.wake_senders(cpu, chan, which);
             true
         } else {
             let ch = &mut self.chans[chan];
@@ -1014,39 +1019,35 @@ impl Sim {
         let ch = &mut self.chans[chan];
         let was_full = ch.pipe_full();
         let freed_page = ch.take();
-        let sync = WakeFlags { sync: !ch.tcp };
-        if ch.pipe_page.is_some() {
+        let which = match (ch.pipe_page, ch.write_space) {
             // pipe_read: before v5.5 every writer when a page is freed; then one writer
             // (exclusive) at every read that started with every page in use
-            let woken: Vec<TaskId> = if exclusive_pipe {
-                if was_full {
-                    ch.senders.pop_front().into_iter().collect()
-                } else {
-                    Vec::new()
-                }
-            } else if freed_page {
-                std::mem::take(&mut ch.senders).into()
-            } else {
-                Vec::new()
+            (Some(_), _) if exclusive_pipe && was_full => WakeSenders::First,
+            (Some(_), _) if !exclusive_pipe && freed_page => WakeSenders::All,
+            (Some(_), _) => WakeSenders::No,
+            (None, None) => WakeSenders::First,
+            (None, Some(k)) if ch.count <= k => WakeSenders::All,
+            (None, Some(_)) => WakeSenders::No,
+        };
+        self.wake_senders(cpu, chan, which);
+    }
+
+    /// Wake `which` of `chan`'s blocked senders, in the order they blocked; a sync wakeup
+    /// except on a `tcp` channel.
+    fn wake_senders(&mut self, cpu: usize, chan: usize, which: WakeSenders) {
+        let n = match which {
+            WakeSenders::No => 0,
+            WakeSenders::First => 1,
+            WakeSenders::All => self.chans[chan].senders.len(),
+        };
+        let sync = WakeFlags {
+            sync: !self.chans[chan].tcp,
+        };
+        for _ in 0..n {
+            let Some(s) = self.chans[chan].senders.pop_front() else {
+                break;
             };
-            for s in woken {
-                self.try_to_wake_up(s, cpu, sync);
-            }
-            return;
-        }
-        match ch.write_space {
-            None => {
-                if let Some(s) = ch.senders.pop_front() {
-                    self.try_to_wake_up(s, cpu, sync);
-                }
-            }
-            Some(k) if ch.count <= k && !ch.senders.is_empty() => {
-                let woken = std::mem::take(&mut ch.senders);
-                for s in woken {
-                    self.try_to_wake_up(s, cpu, sync);
-                }
-            }
-            Some(_) => {}
+            self.try_to_wake_up(s, cpu, sync);
         }
     }
 
