@@ -754,8 +754,8 @@ fn a_warm_up_as_long_as_the_run_is_an_error() {
 
 #[test]
 fn specpower_fills_every_core_before_sharing_one() {
-    // 4 cores x 2 threads at 1 GHz, smt_share [1.0, 0.62]: 5 threads are 4 cores with one
-    // busy thread (4 x 1e9) and one core with two (2 x 0.62 x 1e9), not 5 x 0.62
+    // 4 cores x 2 threads at 1 GHz, smt_share [1.0, 0.62]: 5 threads are 3 cores with one
+    // busy thread (3 x 1e9) and one core with two (2 x 0.62 x 1e9), not 5 x 0.62
     let sim = run(config(
         smp(4, 2, GHZ1, false),
         wl(
