@@ -307,6 +307,37 @@ def test_a_core_rejection_names_the_run(fake_core, tmp_path) -> None:
     )
 
 
+def test_per_task_metrics_instantiate_the_workloads_templates(fake_core, tmp_path) -> None:
+    """`task.<TASK>.<METRIC>` stands for one task's share of a plain metric, whose direction it
+    takes; an unknown metric inside the template is still an error."""
+    fake_core.extra_workloads.append(
+        {
+            "name": "per-task",
+            "description": "",
+            "params": [],
+            "metrics": [
+                {"name": "lat_us", "higher_is_better": False},
+                "rows",
+                "task.<TASK>.<METRIC>",
+            ],
+            "primary": "lat_us",
+            "higher_is_better": False,
+            "open_ended": False,
+        }
+    )
+    text = BASE.replace('workload = "periodic"', 'workload = "per-task"')
+    text = text.replace('param = "tasks"\nvalues = [1, 2]\nparams = { duty_pct = 20 }\n', "")
+    ok = text.replace('duration = "200ms"', 'duration = "200ms"\nmetrics = ["task.down.lat_us"]')
+    (metric,) = load(tmp_path, ok).benchmarks[0].metrics
+    assert (metric.name, metric.higher_is_better) == ("task.down.lat_us", False)
+    bad = text.replace('duration = "200ms"', 'duration = "200ms"\nmetrics = ["task.down.lat"]')
+    assert "reports no metric 'task.down.lat'; allowed: lat_us, rows, task.<TASK>.<METRIC>" in (
+        error(tmp_path, bad)
+    )
+    no_dir = text.replace('duration = "200ms"', 'duration = "200ms"\nmetrics = ["task.a.rows"]')
+    assert "metric 'task.a.rows': say whether higher or lower is better" in error(tmp_path, no_dir)
+
+
 def test_file_errors(fake_core, tmp_path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         Experiment.from_toml(tmp_path / "missing.toml")

@@ -76,6 +76,26 @@ MMTESTS_SUMMARY = {
 # Before fa1c230f (2026-04) dbench and tbench were summarised as Normalisedops.
 MMTESTS_SUMMARY_LEGACY = {"dbench": "Normalisedops", "tbench": "Normalisedops"}
 
+_PLACEHOLDER = re.compile(r"<[A-Z]+>")
+
+
+def _reported_pattern(metric: str, reported: list[str]) -> str | None:
+    """The templated name among a workload's metrics (`task.<TASK>.<METRIC>`) that `metric`
+    instantiates: `<METRIC>` stands for one of the workload's plain metric names, any other
+    `<...>` for one non-empty dot-free name (a task, a phase). None if none does."""
+    plain = "|".join(re.escape(n) for n in reported if n and "<" not in n)
+    for name in reported:
+        if not name or "<" not in name:
+            continue
+        regex = _PLACEHOLDER.sub(
+            lambda m: f"(?:{plain})" if m.group(0) == "<METRIC>" else r"[^.]+",
+            re.sub(r"([^<>A-Z])", lambda c: re.escape(c.group(1)), name),
+        )
+        if re.fullmatch(regex, metric):
+            return name
+    return None
+
+
 _CPUS_EXPR = re.compile(r"^cpus(?:\s*\*\s*(\d+))?$")
 
 
@@ -760,22 +780,24 @@ class Experiment:
                     )
                 out.append(MetricDef(metric, higher))
                 continue
-            if metric not in reported and metric != primary_name:
+            pattern = _reported_pattern(metric, reported)
+            if metric not in reported and metric != primary_name and pattern is None:
                 raise self._fail(
                     where("metrics"),
                     f"workload '{entry.workload}' reports no metric '{metric}'; allowed: "
                     f"{', '.join(reported)}, or a cgroup's cpu.stat field as "
                     "cg_<path>_<field> (cg_cg1_throttled_usec)",
                 )
+            base = metric.rsplit(".", 1)[-1] if pattern is not None else metric
             if metric in entry.prefer:
                 higher = entry.prefer[metric] == "higher"
-            elif metric in directions:
-                higher = directions[metric]
+            elif base in directions:
+                higher = directions[base]
             else:
                 raise self._fail(
                     where("prefer"),
                     f"metric '{metric}': say whether higher or lower is better, "
-                    f'prefer = {{ {metric} = "lower" }}; allowed: higher, lower',
+                    f'prefer = {{ "{metric}" = "lower" }}; allowed: higher, lower',
                 )
             out.append(MetricDef(metric, higher))
         return tuple(out)

@@ -565,7 +565,11 @@ impl Sim {
                 // a sample scheduled before the measured interval restarted the sampling
                 if self.now == self.next_sample_at {
                     self.take_sample();
-                    self.schedule_sample();
+                    // nothing else can happen (tasks blocked for good, no end time): the run is
+                    // over, and the sampling alone must not keep it going
+                    if !self.events.is_empty() {
+                        self.schedule_sample();
+                    }
                 }
                 Ok(())
             }

@@ -133,7 +133,7 @@ fn every_shipped_file_runs_or_fails_as_unsupported_with_the_name() {
     ]
     .into();
     let files = all_files();
-    assert_eq!(files.len(), 26, "{files:?}");
+    assert_eq!(files.len(), 27, "{files:?}");
     for f in files {
         let name = f.file_name().unwrap().to_str().unwrap();
         let c = cfg(machine(4, Some(20)), &f, 1000.0);
