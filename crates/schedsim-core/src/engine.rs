@@ -58,6 +58,16 @@ pub enum Ev {
     End,
 }
 
+impl Ev {
+    /// See [`Sim::schedule_housekeeping`].
+    fn is_housekeeping(&self) -> bool {
+        matches!(
+            self,
+            Ev::Sample | Ev::PowerLimit { .. } | Ev::HwpSample { .. }
+        )
+    }
+}
+
 /// A bounded channel at run time.
 #[derive(Clone, Debug, Default)]
 pub struct Channel {
@@ -249,6 +259,10 @@ pub struct Sim {
     /// The accumulators when the measured interval began (at 0 unless the workload warms up).
     pub measure_base: crate::metrics::MeasureBase,
     pub events_popped: u64,
+    /// Pending events that only observe or tune the hardware (turbostat samples, the power-limit
+    /// controller, HWP's evaluation loop): they never make a task runnable, so a run whose other
+    /// events are all gone is over however many of these remain.
+    housekeeping_pending: usize,
 }
 
 /// Instant ops a task may execute at one instant before the run is declared stuck.
@@ -435,6 +449,7 @@ impl Sim {
             next_sample_at: 0,
             measure_base: Default::default(),
             events_popped: 0,
+            housekeeping_pending: 0,
             topo,
             cfg,
         };
@@ -506,9 +521,16 @@ impl Sim {
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.events_popped += 1;
+            if ev.is_housekeeping() {
+                self.housekeeping_pending -= 1;
+            }
             self.dispatch(ev)?;
             self.drain_pending()?;
             if self.live_tasks == 0 && self.all_started() {
+                self.finished = true;
+            }
+            // tasks blocked for good and no end time: nothing can happen any more
+            if self.events.len() == self.housekeeping_pending {
                 self.finished = true;
             }
         }
@@ -565,11 +587,7 @@ impl Sim {
                 // a sample scheduled before the measured interval restarted the sampling
                 if self.now == self.next_sample_at {
                     self.take_sample();
-                    // nothing else can happen (tasks blocked for good, no end time): the run is
-                    // over, and the sampling alone must not keep it going
-                    if !self.events.is_empty() {
-                        self.schedule_sample();
-                    }
+                    self.schedule_sample();
                 }
                 Ok(())
             }
@@ -767,7 +785,16 @@ impl Sim {
 
     fn schedule_sample(&mut self) {
         self.next_sample_at = self.now + self.cfg.sample_interval_ns;
-        self.events.schedule(self.next_sample_at, Ev::Sample);
+        self.schedule_housekeeping(self.next_sample_at, Ev::Sample);
+    }
+
+    /// Schedule an event that only observes or tunes the hardware (a turbostat sample, a
+    /// power-limit or HWP evaluation). Such events re-arm themselves, so they are counted: the
+    /// run ends when nothing else is pending.
+    pub fn schedule_housekeeping(&mut self, time: Time, ev: Ev) {
+        debug_assert!(ev.is_housekeeping());
+        self.housekeeping_pending += 1;
+        self.events.schedule(time, ev);
     }
 
     fn take_sample(&mut self) {

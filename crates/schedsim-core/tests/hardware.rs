@@ -355,6 +355,31 @@ fn hwp_machine() -> Value {
 }
 
 #[test]
+fn a_run_ends_when_only_the_hardwares_own_loops_are_left() {
+    // 1 ms of work, then a receive that no one ever answers, and no end time. The turbostat
+    // samples, the power-limit controller and HWP's evaluation re-arm themselves for ever, but
+    // none of them can wake the task: the run is over when the task blocks.
+    let stuck = json!({"name": "stuck", "program": [
+        {"op": "run", "cycles": 3.9e6}, {"op": "recv", "chan": "never"}]});
+    let w = custom(json!([stuck]), json!([{"name": "never", "capacity": 1}]));
+    let mut m = hwp_machine();
+    m["power"]["power_limit_mw"] = json!(30_000.0);
+    let mut cfg = config(m, w, "6.12", 0.0);
+    cfg.cpufreq.driver = Some("intel_pstate".into());
+    cfg.cpufreq.governor = "performance".into();
+    cfg.sample_interval_ns = 100_000;
+    let sim = run(cfg);
+    assert_eq!(sim.live_tasks, 1);
+    // 3.9 M cycles at 3.9 GHz: 1 ms, plus the kernel's work on the way to sleep
+    assert!(
+        (1_000_000..1_100_000).contains(&sim.now),
+        "the run ended at {} ns",
+        sim.now
+    );
+    assert!((10..=11).contains(&sim.samples.len()), "{} samples", sim.samples.len());
+}
+
+#[test]
 fn hwp_activity_window_averages_the_busy_time() {
     // one hog pinned to CPU 0 from t = 0, EPP 255 (target = busy × highest), 1 ms samples:
     // without a window the first sample (busy 1.0) asks for the highest 3.9 GHz; with a 20 ms

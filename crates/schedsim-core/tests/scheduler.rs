@@ -377,25 +377,6 @@ fn pingpong_over_channels_alternates() {
 }
 
 #[test]
-fn sampling_ends_with_the_run_when_a_task_blocks_for_good() {
-    // 1 ms of work, then a receive that no one ever answers, no end time: the run is over when
-    // nothing else can happen, and the 1 ms samples stop with it
-    let a = json!({"name": "stuck", "program": [
-        {"op": "run", "cycles": 1.0e6}, {"op": "recv", "chan": "never"}]});
-    let w = custom(json!([a]), json!([{"name": "never", "capacity": 1}]));
-    let mut cfg = config(smp(1, 1, KHZ, true), w, "6.12", 0.0);
-    cfg.sample_interval_ns = 1_000_000;
-    let sim = run(cfg);
-    assert_eq!(sim.live_tasks, 1);
-    assert!(sim.now < 3_000_000, "the run went on to {} ns", sim.now);
-    assert!(
-        (1..=3).contains(&sim.samples.len()),
-        "{} samples",
-        sim.samples.len()
-    );
-}
-
-#[test]
 fn same_seed_gives_identical_results_and_traces() {
     let w = json!({"name": "periodic", "params": {"tasks": 6, "period_ms": 10, "duty_pct": 35}});
     let mk = || {

@@ -96,7 +96,7 @@ impl Sim {
         };
         let t = h.spec.sample_ns.max(1);
         for pkg in 0..self.topo.package_cpus.len() {
-            self.events.schedule(self.now + t, Ev::HwpSample { pkg });
+            self.schedule_housekeeping(self.now + t, Ev::HwpSample { pkg });
         }
     }
 
@@ -158,8 +158,7 @@ impl Sim {
             h.busy_avg[c] = busy;
             self.set_cpu_request(c, khz);
         }
-        self.events
-            .schedule(self.now + sample, Ev::HwpSample { pkg });
+        self.schedule_housekeeping(self.now + sample, Ev::HwpSample { pkg });
     }
 }
 

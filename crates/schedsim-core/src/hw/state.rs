@@ -115,8 +115,7 @@ impl Sim {
             if self.cfg.machine.power.power_limit_mw > 0.0
                 || self.cfg.machine.power.power_limit2_mw > 0.0
             {
-                self.events
-                    .schedule(POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg: p });
+                self.schedule_housekeeping(POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg: p });
             }
         }
     }
@@ -510,7 +509,6 @@ impl Sim {
                 }
             }
         }
-        self.events
-            .schedule(self.now + POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg });
+        self.schedule_housekeeping(self.now + POWER_LIMIT_PERIOD_NS, Ev::PowerLimit { pkg });
     }
 }
