@@ -376,7 +376,11 @@ fn a_run_ends_when_only_the_hardwares_own_loops_are_left() {
         "the run ended at {} ns",
         sim.now
     );
-    assert!((10..=11).contains(&sim.samples.len()), "{} samples", sim.samples.len());
+    assert!(
+        (10..=11).contains(&sim.samples.len()),
+        "{} samples",
+        sim.samples.len()
+    );
 }
 
 #[test]
