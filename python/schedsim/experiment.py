@@ -87,9 +87,12 @@ def _reported_pattern(metric: str, reported: list[str]) -> str | None:
     for name in reported:
         if not name or "<" not in name:
             continue
-        regex = _PLACEHOLDER.sub(
-            lambda m: f"(?:{plain})" if m.group(0) == "<METRIC>" else r"[^.]+",
-            re.sub(r"([^<>A-Z])", lambda c: re.escape(c.group(1)), name),
+        texts = _PLACEHOLDER.split(name)
+        holes = [
+            f"(?:{plain})" if h == "<METRIC>" else r"[^.]+" for h in _PLACEHOLDER.findall(name)
+        ]
+        regex = re.escape(texts[0]) + "".join(
+            h + re.escape(t) for h, t in zip(holes, texts[1:], strict=True)
         )
         if re.fullmatch(regex, metric):
             return name
