@@ -605,6 +605,12 @@ impl SimConfig {
                 ));
             }
         }
+        if self.sample_interval_ns > 0 && self.sample_interval_ns < 1000 {
+            return Err(format!(
+                "sample_interval_ns = {}: at least 1000 (1 us), or 0 for no samples",
+                self.sample_interval_ns
+            ));
+        }
         if !(100..=10000).contains(&self.kernel.hz) {
             return Err(format!(
                 "kernel.hz = {}: allowed 100..=10000 (CONFIG_HZ: 100, 250, 300, 1000)",

@@ -265,6 +265,9 @@ pub struct Sim {
     housekeeping_pending: usize,
 }
 
+/// The most turbostat samples a run may take (`sample_interval_ns`).
+pub const MAX_SAMPLES: usize = 1_000_000;
+
 /// Instant ops a task may execute at one instant before the run is declared stuck.
 pub const MAX_INSTANT_OPS: u32 = 1_000_000;
 
@@ -586,6 +589,14 @@ impl Sim {
             Ev::Sample => {
                 // a sample scheduled before the measured interval restarted the sampling
                 if self.now == self.next_sample_at {
+                    if self.samples.len() >= MAX_SAMPLES {
+                        return Err(format!(
+                            "sample_interval_ns = {}: more than {MAX_SAMPLES} turbostat samples \
+                             by {:.6} s of simulated time; use a longer interval",
+                            self.cfg.sample_interval_ns,
+                            self.now as f64 * 1e-9
+                        ));
+                    }
                     self.take_sample();
                     self.schedule_sample();
                 }

@@ -384,6 +384,26 @@ fn a_run_ends_when_only_the_hardwares_own_loops_are_left() {
 }
 
 #[test]
+fn turbostat_samples_are_bounded() {
+    // a task asleep for 1.1 s keeps the run going
+    let sleeper = || {
+        let t = json!({"name": "t", "program": [{"op": "sleep", "ns": 1_100_000_000u64}]});
+        custom(json!([t]), json!([]))
+    };
+    let mut cfg = config(smp(1, 1, 1_000_000, false), sleeper(), "6.12", 0.0);
+    cfg.sample_interval_ns = 999;
+    let e = schedsim_core::Sim::new(cfg)
+        .err()
+        .expect("too short an interval");
+    assert!(e.contains("sample_interval_ns = 999: at least 1000"), "{e}");
+    // 1 us samples over 1.1 s would be 1.1 million of them
+    let mut cfg = config(smp(1, 1, 1_000_000, false), sleeper(), "6.12", 0.0);
+    cfg.sample_interval_ns = 1000;
+    let e = schedsim_core::Sim::new(cfg).unwrap().run().unwrap_err();
+    assert!(e.contains("more than 1000000 turbostat samples"), "{e}");
+}
+
+#[test]
 fn hwp_activity_window_averages_the_busy_time() {
     // one hog pinned to CPU 0 from t = 0, EPP 255 (target = busy × highest), 1 ms samples:
     // without a window the first sample (busy 1.0) asks for the highest 3.9 GHz; with a 20 ms

@@ -163,6 +163,79 @@ fn yield_hands_the_cpu_to_the_other_task() {
 }
 
 #[test]
+fn locking_a_mutex_or_row_already_held_waits_for_good() {
+    // non-recursive locks: the second lock queues the task behind itself, so "again" never
+    // comes, and a second task that wants the mutex waits behind it for good too
+    let again = |op: serde_json::Value| json!({"name": "a", "start_cpu": 0, "program": [op.clone(), op, {"op": "mark", "name": "again"}]});
+    let other = json!({"name": "b", "start_cpu": 1, "program": [
+        {"op": "sleep", "ns": 1_000_000}, {"op": "lock", "mutex": "m"}, {"op": "mark", "name": "b_in"}]});
+    let lock = json!({"op": "lock", "mutex": "m"});
+    let row = json!({"op": "lock_row", "table": "t", "rows": 1});
+    for (tasks, n) in [(json!([again(lock), other]), 2), (json!([again(row)]), 1)] {
+        let sim = run(config(
+            smp(2, 1, KHZ, false),
+            custom(tasks, json!([])),
+            "6.12",
+            0.0,
+        ));
+        assert!(sim.marks.is_empty(), "{:?}", sim.marks);
+        assert_eq!(sim.live_tasks, n);
+        assert!(sim.now < 2_000_000, "the run goes on to {} ns", sim.now);
+    }
+}
+
+#[test]
+fn a_workload_starts_at_most_200000_tasks() {
+    let task =
+        |n: u32| json!({"name": "t", "instances": n, "program": [{"op": "run", "cycles": 1.0}]});
+    let two = custom(
+        json!([task(100_000), {"name": "u", "instances": 100_001, "program": []}]),
+        json!([]),
+    );
+    let e = schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), two, "6.12", 0.0))
+        .err()
+        .expect("too many tasks");
+    assert!(
+        e.contains("200001 tasks") && e.contains("at most 200000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn op_times_beyond_the_clock_are_errors_and_draws_are_capped() {
+    let build = |op: serde_json::Value| {
+        let w = custom(json!([{"name": "t", "program": [op]}]), json!([]));
+        schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), w, "6.12", 20.0)).err()
+    };
+    for op in [
+        json!({"op": "sleep", "ns": u64::MAX}),
+        json!({"op": "io", "ns": 1u64 << 63}),
+        json!({"op": "run", "cycles": 1e22}),
+        json!({"op": "run", "cycles": 10.0, "stall_ns": 1e30}),
+        json!({"op": "group_commit", "log": "l", "ns": u64::MAX}),
+    ] {
+        let e = build(op.clone()).unwrap_or_else(|| panic!("{op} built"));
+        assert!(e.contains("task 't'") && e.contains("at most"), "{op}: {e}");
+    }
+    // the longest sleep allowed is built; a heavy-tailed draw is capped at 10^15 cycles, so it
+    // is still running at the end of a 20 ms run instead of wrapping round to a short burst
+    assert!(build(json!({"op": "sleep", "ns": 1u64 << 62})).is_none());
+    let w = custom(
+        json!([{"name": "t", "program": [
+            {"op": "run_dist", "dist": {"kind": "log_normal", "mu": 700.0, "sigma": 5.0, "scale": 1.0}},
+            {"op": "mark", "name": "done"}]}]),
+        json!([]),
+    );
+    let sim = run(config(smp(1, 1, KHZ, false), w, "6.12", 20.0));
+    assert!(sim.marks.is_empty());
+    assert!(
+        sim.rqs[0].busy_ns > 19_500_000,
+        "busy {}",
+        sim.rqs[0].busy_ns
+    );
+}
+
+#[test]
 fn unlocking_a_mutex_not_held_is_an_error() {
     let w = custom(
         json!([{"name": "bad", "program": [{"op": "unlock", "mutex": "m"}]}]),

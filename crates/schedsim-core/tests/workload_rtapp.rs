@@ -233,7 +233,7 @@ fn duplicate_keys_keep_their_order_and_comments_and_trailing_commas_parse() {
 
 #[test]
 fn malformed_files_are_errors_that_name_the_file_line_and_key() {
-    let cases: [(&str, &str, &[&str]); 7] = [
+    let cases: [(&str, &str, &[&str]); 9] = [
         (
             "missing-comma.json",
             "{\n \"tasks\": {\n  \"t\": {\n   \"run\": 1000\n   \"sleep\": 5\n  }\n }\n}",
@@ -268,6 +268,17 @@ fn malformed_files_are_errors_that_name_the_file_line_and_key() {
             "global.json",
             "{\"tasks\": {\"t\": {\"run\": 1}},\n \"global\": {\n \"duraton\": 5}}",
             &[":3", "global.duraton", "allowed: duration"],
+        ),
+        // times beyond what 64-bit nanoseconds hold (they used to wrap to a few microseconds)
+        (
+            "long-sleep.json",
+            "{\"tasks\": {\"t\": {\"run\": 1,\n \"sleep\": 18446744073709552}}}",
+            &[":2", "tasks.t.sleep", "at most 4611686018427387 us"],
+        ),
+        (
+            "long-run.json",
+            "{\"tasks\": {\"t\": {\"run\": 1}},\n \"global\": {\n \"duration\": 18446744074}}",
+            &[":3", "global.duration", "at most 4611686018 s"],
         ),
     ];
     for (name, text, needles) in cases {

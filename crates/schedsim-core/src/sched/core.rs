@@ -37,6 +37,10 @@ pub enum SdFlag {
     Exec,
 }
 
+/// The most tasks a workload may start with (the generators cap their own task counts at the
+/// same figure).
+pub const MAX_INITIAL_TASKS: u64 = 200_000;
+
 impl Sim {
     // ------------------------------------------------------------------ task creation
 
@@ -138,6 +142,16 @@ impl Sim {
 
     /// Create the workload's initial tasks.
     pub fn spawn_initial_tasks(&mut self) -> Result<(), String> {
+        let total: u64 = (self.compiled.programs.iter())
+            .filter(|p| p.start)
+            .map(|p| p.instances as u64)
+            .sum();
+        if total > MAX_INITIAL_TASKS {
+            return Err(format!(
+                "workload: {total} tasks at the start (the programs' instances added up); at most \
+                 {MAX_INITIAL_TASKS}"
+            ));
+        }
         for prog in 0..self.compiled.programs.len() {
             let p = &self.compiled.programs[prog];
             if !p.start {
@@ -1358,7 +1372,10 @@ impl Sim {
             }
             Op::RunDist { dist, stall_ns } => {
                 self.tasks[t].pc += 1;
-                let cycles = dist.sample(&mut self.rng_workload);
+                // a heavy-tailed draw may exceed what one op can do (or be infinite)
+                let cycles = dist
+                    .sample(&mut self.rng_workload)
+                    .min(crate::workload::program::MAX_OP_CYCLES);
                 if cycles > 0.0 || stall_ns > 0.0 {
                     self.start_burst(
                         t,
@@ -1381,7 +1398,7 @@ impl Sim {
                     return Ok(true);
                 }
                 self.tasks[t].pc += 1;
-                let served = self.sync.mutexes[mutex].owner == Some(t);
+                let served = self.sync.mutexes[mutex].is_held_by(t);
                 Ok(self.sleep_unless(t, cpu, served))
             }
             Op::Unlock { mutex } => {
@@ -1422,7 +1439,7 @@ impl Sim {
                     self.sync.tables[table]
                         .rows
                         .get(&r)
-                        .is_some_and(|m| m.owner == Some(t))
+                        .is_some_and(|m| m.is_held_by(t))
                 });
                 Ok(self.sleep_unless(t, cpu, served))
             }

@@ -248,17 +248,37 @@ impl Ctx<'_> {
     }
 }
 
+/// The longest time an op may name, in ns (2^62 ns, about 146 years): the core adds times to
+/// the clock in 64-bit nanoseconds, and this keeps every sum in range.
+pub const MAX_OP_NS: u64 = 1 << 62;
+
+/// The most work one `run` (or one `run_dist` draw) may do, in cycles: 10^15 cycles last
+/// 10^6 s even at 1 GHz, and stay below [`MAX_OP_NS`] at any clock of 1 MHz and up.
+pub const MAX_OP_CYCLES: f64 = 1e15;
+
+/// `value` of `key` in `op` is a time the clock can hold.
+fn check_ns(ctx: &Ctx, op: &str, key: &str, value: u64) -> Result<(), String> {
+    if value > MAX_OP_NS {
+        return Err(format!(
+            "task '{}': {op} {key} = {value}: at most {MAX_OP_NS} ns (about 146 years)",
+            ctx.task
+        ));
+    }
+    Ok(())
+}
+
 fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), String> {
     for op in ops {
         let c = match op {
             OpSpec::Run { cycles, stall_ns } => {
                 if !(cycles.is_finite()
-                    && *cycles >= 0.0
+                    && (0.0..=MAX_OP_CYCLES).contains(cycles)
                     && stall_ns.is_finite()
-                    && *stall_ns >= 0.0)
+                    && (0.0..=MAX_OP_NS as f64).contains(stall_ns))
                 {
                     return Err(format!(
-                        "task '{}': run needs cycles >= 0 and stall_ns >= 0",
+                        "task '{}': run needs cycles >= 0, at most {MAX_OP_CYCLES:e}, and \
+                         stall_ns >= 0, at most {MAX_OP_NS}",
                         ctx.task
                     ));
                 }
@@ -267,17 +287,27 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                     stall_ns: *stall_ns,
                 }
             }
-            OpSpec::RunFor { ns } => Op::RunFor { ns: *ns },
-            OpSpec::Sleep { ns } => Op::Sleep { ns: *ns },
+            OpSpec::RunFor { ns } => {
+                check_ns(ctx, "run_for", "ns", *ns)?;
+                Op::RunFor { ns: *ns }
+            }
+            OpSpec::Sleep { ns } => {
+                check_ns(ctx, "sleep", "ns", *ns)?;
+                Op::Sleep { ns: *ns }
+            }
             OpSpec::Timer { period_ns } => {
                 if *period_ns == 0 {
                     return Err(format!("task '{}': timer period_ns must be > 0", ctx.task));
                 }
+                check_ns(ctx, "timer", "period_ns", *period_ns)?;
                 Op::Timer {
                     period_ns: *period_ns,
                 }
             }
-            OpSpec::Io { ns } => Op::Io { ns: *ns },
+            OpSpec::Io { ns } => {
+                check_ns(ctx, "io", "ns", *ns)?;
+                Op::Io { ns: *ns }
+            }
             OpSpec::Send { chan } => Op::Send {
                 chan: ctx.chan(chan)?,
             },
@@ -307,6 +337,12 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
             OpSpec::RunDist { dist, stall_ns } => {
                 dist.validate()
                     .map_err(|e| format!("task '{}': run_dist: {e}", ctx.task))?;
+                if !(stall_ns.is_finite() && (0.0..=MAX_OP_NS as f64).contains(stall_ns)) {
+                    return Err(format!(
+                        "task '{}': run_dist needs stall_ns >= 0, at most {MAX_OP_NS}",
+                        ctx.task
+                    ));
+                }
                 Op::RunDist {
                     dist: dist.clone(),
                     stall_ns: *stall_ns,
@@ -333,10 +369,13 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
             OpSpec::UnlockRows { table } => Op::UnlockRows {
                 table: intern(&mut ctx.names.tables, table),
             },
-            OpSpec::GroupCommit { log, ns } => Op::GroupCommit {
-                log: intern(&mut ctx.names.logs, log),
-                ns: *ns,
-            },
+            OpSpec::GroupCommit { log, ns } => {
+                check_ns(ctx, "group_commit", "ns", *ns)?;
+                Op::GroupCommit {
+                    log: intern(&mut ctx.names.logs, log),
+                    ns: *ns,
+                }
+            }
             OpSpec::JournalCommit { journal } => {
                 let journal = intern(&mut ctx.names.journals, journal);
                 out.push(Op::JournalRequest { journal });
@@ -374,13 +413,17 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                 unique,
                 relative,
                 origin_ns,
-            } => Op::Clock {
-                clock: intern(&mut ctx.names.clocks, name),
-                period_ns: *period_ns,
-                unique: *unique,
-                relative: *relative,
-                origin_ns: *origin_ns,
-            },
+            } => {
+                check_ns(ctx, "clock", "period_ns", *period_ns)?;
+                check_ns(ctx, "clock", "origin_ns", *origin_ns)?;
+                Op::Clock {
+                    clock: intern(&mut ctx.names.clocks, name),
+                    period_ns: *period_ns,
+                    unique: *unique,
+                    relative: *relative,
+                    origin_ns: *origin_ns,
+                }
+            }
             OpSpec::SetAffinity { cpus } => Op::SetAffinity { cpus: cpus.clone() },
             OpSpec::Loop { count, body } => {
                 let begin = out.len();

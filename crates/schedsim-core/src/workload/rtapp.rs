@@ -283,6 +283,16 @@ impl Cx<'_> {
         u64::try_from(v).map_err(|_| self.err(n.pos, path, format!("{v}: must be >= 0")))
     }
 
+    /// A time in µs that the core's 64-bit nanosecond clock can hold.
+    fn usec(&self, n: &Node, path: &str) -> Result<u64, String> {
+        let v = self.uint(n, path)?;
+        let max = crate::workload::program::MAX_OP_NS / 1000;
+        if v > max {
+            return Err(self.err(n.pos, path, format!("{v} us: at most {max} us")));
+        }
+        Ok(v)
+    }
+
     fn string<'n>(&self, n: &'n Node, path: &str) -> Result<&'n str, String> {
         match &n.value {
             Value::Str(s) => Ok(s),
@@ -513,9 +523,9 @@ fn parse_event(
     };
     let e =
         match ev {
-            "run" => Event::Run(cx.uint(v, &p)?),
-            "runtime" => Event::Runtime(cx.uint(v, &p)?),
-            "sleep" => Event::Sleep(cx.uint(v, &p)?),
+            "run" => Event::Run(cx.usec(v, &p)?),
+            "runtime" => Event::Runtime(cx.usec(v, &p)?),
+            "sleep" => Event::Sleep(cx.usec(v, &p)?),
             "timer" => {
                 let o = sub(v, &["ref", "period", "mode"])?;
                 let clock = match o.get("ref") {
@@ -523,7 +533,7 @@ fn parse_event(
                     None => "unknown".to_string(),
                 };
                 let period_us = match o.get("period") {
-                    Some(n) => cx.uint(n, &join(&p, "period"))?,
+                    Some(n) => cx.usec(n, &join(&p, "period"))?,
                     None => 0,
                 };
                 let absolute = match o.get("mode") {
@@ -698,7 +708,7 @@ fn parse_task(
                     .filter(|&n| n <= 100_000)
                     .ok_or_else(|| cx.err(m.pos, &p, format!("{v}: at most 100000")))?;
             }
-            "delay" => delay_us = cx.uint(&m.value, &p)?,
+            "delay" => delay_us = cx.usec(&m.value, &p)?,
             "loop" => task_loop = Some(cx.int(&m.value, &p)?),
             "phases" => {}
             k if SCHED_KEYS.contains(&k) => sched_key(cx, m, &path, nr_cpus, &mut sk)?,
@@ -888,7 +898,17 @@ fn parse_global(cx: &Cx, node: Option<&Node>, nr_cpus: Option<usize>) -> Result<
         let p = join("global", &m.key);
         let v = &m.value;
         match m.key.as_str() {
-            "duration" => g.duration_s = cx.int(v, &p)?,
+            "duration" => {
+                g.duration_s = cx.int(v, &p)?;
+                let max = (crate::workload::program::MAX_OP_NS / 1_000_000_000) as i64;
+                if g.duration_s > max {
+                    return Err(cx.err(
+                        v.pos,
+                        &p,
+                        format!("{} s: at most {max} s (or -1: no limit)", g.duration_s),
+                    ));
+                }
+            }
             "calibration" => {
                 g.calibration = match &v.value {
                     Value::Int(n) if *n > 0 => Calibration::NsPerLoop(*n as u64),

@@ -33,6 +33,13 @@ impl MutexState {
         }
     }
 
+    /// `t` owns the mutex and is not also queued for it: a task that locks a mutex it already
+    /// holds queues behind itself and so waits for good, as a non-recursive pthread mutex
+    /// deadlocks its own thread.
+    pub fn is_held_by(&self, t: TaskId) -> bool {
+        self.owner == Some(t) && !self.waiters.contains(&t)
+    }
+
     /// Release the mutex to its first waiter, who then owns it; returns that waiter to wake.
     fn hand_over(&mut self) -> Option<TaskId> {
         self.owner = self.waiters.pop_front();
