@@ -84,10 +84,15 @@ def test_sets_reach_the_config(fake_core) -> None:
     }
 
 
-def test_unwritable_trace_is_a_config_error(fake_core, tmp_path) -> None:
-    result = runner.invoke(app, [*RUN, "--trace", str(tmp_path / "no" / "such" / "dir" / "t")])
+def test_unwritable_trace_is_a_config_error_before_the_run(fake_core, tmp_path) -> None:
+    missing = tmp_path / "no" / "such" / "dir"
+    result = runner.invoke(app, [*RUN, "--trace", str(missing / "t")])
     assert result.exit_code == 2
-    assert "cannot write" in result.stderr
+    assert f"the directory {missing} does not exist" in result.stderr
+    result = runner.invoke(app, [*RUN, "--trace", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"--trace {tmp_path}: is a directory" in result.stderr
+    assert fake_core.configs == []  # nothing was run
 
 
 def test_internal_error_is_one_line(monkeypatch) -> None:

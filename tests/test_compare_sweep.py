@@ -258,6 +258,21 @@ def test_cli_errors(varying_core, exp_path) -> None:
     assert result.exit_code == 2 and "--jobs 0: must be at least 1" in result.stderr
 
 
+def test_cli_refuses_unusable_outputs_before_running(varying_core, exp_path, tmp_path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cases = [
+        (["--out", str(afile)], f"--out {afile}: exists and is not a directory"),
+        (["--json", str(tmp_path)], f"--json {tmp_path}: is a directory"),
+        (["--json", str(tmp_path / "no" / "t.json")], "does not exist"),
+    ]
+    for extra, message in cases:
+        result = runner.invoke(app, ["compare", str(exp_path), "--jobs", "1", *extra])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+        assert "runs executed" not in result.output
+
+
 def test_html_report_with_images(varying_core, exp_path, tmp_path) -> None:
     result = Experiment.from_toml(exp_path).run(jobs=1)
     html_path = result.report(tmp_path / "report")

@@ -318,3 +318,10 @@ def test_power_partition_has_no_cpufreq_driver() -> None:
         resolve_cpufreq(m, "6.2", governor="schedutil")
     with pytest.raises(ConfigError, match="unknown driver 'cpufreq-dt'"):
         resolve_cpufreq(m, "6.2", driver="cpufreq-dt")
+
+
+def test_api_arguments_of_the_wrong_type_are_config_errors(fake_core) -> None:
+    with pytest.raises(ConfigError, match="invariance 4: expected a string"):
+        build_config("skylake-8x", "periodic", invariance=4, duration="10ms")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"overrides \[1, 2\]: expected a mapping"):
+        load_machine("skylake-8x", [1, 2])  # type: ignore[arg-type]

@@ -197,6 +197,9 @@ def run(
         cgroups=[parse_cgroup_option(text) for text in cgroup or []],
         run_in=in_cgroup or [],
     )
+    if trace is not None and (trace.is_dir() or not trace.parent.is_dir()):
+        why = "is a directory" if trace.is_dir() else f"the directory {trace.parent} does not exist"
+        raise ConfigError(f"--trace {trace}: {why}; give a file in an existing directory")
     result = run_config(config)
     if trace is not None:
         text = result.trace_text
@@ -254,6 +257,7 @@ def compare(
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be at least 1")
     exp = Experiment.from_toml(experiment)
+    _check_outputs(out, json_out)
     err = Console(stderr=True, highlight=False)
     stored = 0
     if out is not None:
@@ -289,6 +293,22 @@ def compare(
         err.print(
             f"{result.executed} runs executed, {result.loaded} loaded; report: {paths['report']}"
         )
+
+
+def _check_outputs(out: Path | None, json_out: Path | None) -> None:
+    """Refuse unusable output paths before any run, so that no result is computed for nothing."""
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out}: exists and is not a directory")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"--out {out}: cannot create: {error.strerror}") from None
+    if json_out is not None and str(json_out) != "-":
+        if json_out.is_dir():
+            raise ConfigError(f"--json {json_out}: is a directory; give a file name")
+        if not json_out.parent.is_dir():
+            raise ConfigError(f"--json {json_out}: the directory {json_out.parent} does not exist")
 
 
 # ---- machines -------------------------------------------------------------------------------

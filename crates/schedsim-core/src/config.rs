@@ -494,6 +494,24 @@ fn default_activity_factor() -> f64 {
     1.0
 }
 
+/// The kernel paths a core type may give a cost for (`[core_types.*.kernel_cycles]`).
+pub const KERNEL_CYCLES_KEYS: [&str; 11] = [
+    "context_switch",
+    "context_switch_out",
+    "wakeup",
+    "fork",
+    "exec",
+    "migrate",
+    "balance_per_cpu",
+    "select_base",
+    "eas_per_cpu",
+    "eas_per_energy",
+    "eas_per_ps",
+];
+
+/// The longest idle-state exit latency or target residency a preset may declare (1 s).
+pub const MAX_IDLE_EXIT_US: u64 = 1_000_000;
+
 impl SimConfig {
     /// Cross-reference checks. Errors name the key and what is allowed.
     pub fn validate(&self) -> Result<(), String> {
@@ -515,6 +533,87 @@ impl SimConfig {
                  (the em model's OPP powers are the energy model's own)",
                 m.name
             ));
+        }
+        let pw = &m.power;
+        for (key, v) in [
+            ("package_idle_mw", pw.package_idle_mw),
+            ("uncore_active_mw", pw.uncore_active_mw),
+            ("core_leakage_mw", pw.core_leakage_mw),
+            ("c_eff", pw.c_eff),
+            ("smt_power_factor", pw.smt_power_factor),
+            ("power_limit_mw", pw.power_limit_mw),
+            ("power_limit_tau_ms", pw.power_limit_tau_ms),
+            ("power_limit2_mw", pw.power_limit2_mw),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!(
+                    "machine '{}': power.{key} = {v}: must be finite and >= 0",
+                    m.name
+                ));
+            }
+        }
+        for (name, states) in &m.idle_states {
+            for (i, st) in states.iter().enumerate() {
+                if !(st.power_mw.is_finite() && st.power_mw >= 0.0) {
+                    return Err(format!(
+                        "machine '{}': idle_states.{name}[{i}] ({}): power_mw = {}: must be \
+                         finite and >= 0",
+                        m.name, st.name, st.power_mw
+                    ));
+                }
+                let exit = st.exit_latency_us.max(st.core_exit_latency_us.unwrap_or(0));
+                if exit > MAX_IDLE_EXIT_US || st.target_residency_us > MAX_IDLE_EXIT_US {
+                    return Err(format!(
+                        "machine '{}': idle_states.{name}[{i}] ({}): exit latency and target \
+                         residency at most {MAX_IDLE_EXIT_US} us (1 s)",
+                        m.name, st.name
+                    ));
+                }
+            }
+        }
+        for (i, ps) in m.package_idle_states.iter().enumerate() {
+            if !(ps.power_mw.is_finite() && ps.power_mw >= 0.0)
+                || ps.exit_latency_us > MAX_IDLE_EXIT_US
+            {
+                return Err(format!(
+                    "machine '{}': package_idle_states[{i}] ({}): power_mw must be finite and \
+                     >= 0, exit_latency_us at most {MAX_IDLE_EXIT_US} us",
+                    m.name, ps.name
+                ));
+            }
+        }
+        for (i, fd) in m.freq_domains.iter().enumerate() {
+            if let Some(o) = fd
+                .opps
+                .iter()
+                .find(|o| !(o.power_mw.is_finite() && o.power_mw >= 0.0))
+            {
+                return Err(format!(
+                    "machine '{}': freq_domains[{i}]: the {} kHz OPP's power_mw = {}: must be \
+                     finite and >= 0",
+                    m.name, o.khz, o.power_mw
+                ));
+            }
+        }
+        for ct in &m.core_types {
+            for (key, v) in &ct.kernel_cycles {
+                if !KERNEL_CYCLES_KEYS.contains(&key.as_str()) {
+                    return Err(format!(
+                        "machine '{}': core type '{}': unknown kernel_cycles key '{key}'; \
+                         allowed: {}",
+                        m.name,
+                        ct.name,
+                        KERNEL_CYCLES_KEYS.join(", ")
+                    ));
+                }
+                if !(v.is_finite() && *v >= 0.0) {
+                    return Err(format!(
+                        "machine '{}': core type '{}': kernel_cycles.{key} = {v}: must be \
+                         finite and >= 0",
+                        m.name, ct.name
+                    ));
+                }
+            }
         }
         if let Some(st) = &m.storage {
             if !(1.0..=1e6).contains(&st.fsync_us) {

@@ -486,12 +486,16 @@ impl Sim {
         }
         sim.measure_base = crate::metrics::MeasureBase::capture(&sim);
         let from = sim.workload.measured_from_ns();
-        if let Some(end) = sim.end_time.filter(|&end| from > 0 && from >= end) {
+        let samples_from = sim.workload.samples_from_ns().max(from);
+        if let Some(end) = sim
+            .end_time
+            .filter(|&end| samples_from > 0 && samples_from >= end)
+        {
             return Err(format!(
                 "workload '{}': its warm-up ({} s) is not shorter than the run ({} s), so nothing \
-                 would be measured: give a longer duration or a shorter warmup_s",
+                 would be measured: give a longer duration or a shorter warm-up",
                 sim.cfg.workload.name,
-                from as f64 / 1e9,
+                samples_from as f64 / 1e9,
                 end as f64 / 1e9
             ));
         }

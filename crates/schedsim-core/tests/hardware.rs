@@ -384,6 +384,41 @@ fn a_run_ends_when_only_the_hardwares_own_loops_are_left() {
 }
 
 #[test]
+fn impossible_machine_values_are_errors_that_name_the_key() {
+    let err = |edit: &dyn Fn(&mut Value)| {
+        let mut m = smp(2, 1, 3_000_000, true);
+        edit(&mut m);
+        schedsim_core::Sim::new(config(m, hogs(1, false), "6.12", 10.0))
+            .err()
+            .expect("rejected")
+    };
+    let e = err(&|m| m["power"]["package_idle_mw"] = json!(-1e6));
+    assert!(
+        e.contains("power.package_idle_mw = -1000000: must be finite and >= 0"),
+        "{e}"
+    );
+    let e = err(&|m| m["power"]["c_eff"] = json!(-2740.0));
+    assert!(e.contains("power.c_eff"), "{e}");
+    let e = err(&|m| m["idle_states"]["default"][1]["power_mw"] = json!(-5.0));
+    assert!(
+        e.contains("idle_states.default[1] (C1): power_mw = -5"),
+        "{e}"
+    );
+    let e = err(&|m| m["idle_states"]["default"][2]["exit_latency_us"] = json!(u64::MAX));
+    assert!(
+        e.contains("idle_states.default[2] (C6)") && e.contains("at most 1000000"),
+        "{e}"
+    );
+    let e = err(&|m| m["core_types"][0]["kernel_cycles"]["wakup"] = json!(4000.0));
+    assert!(
+        e.contains("unknown kernel_cycles key 'wakup'; allowed: context_switch"),
+        "{e}"
+    );
+    let e = err(&|m| m["core_types"][0]["kernel_cycles"]["fork"] = json!(-1.0));
+    assert!(e.contains("kernel_cycles.fork = -1"), "{e}");
+}
+
+#[test]
 fn turbostat_samples_are_bounded() {
     // a task asleep for 1.1 s keeps the run going
     let sleeper = || {

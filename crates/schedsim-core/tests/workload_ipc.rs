@@ -412,6 +412,19 @@ fn sb(p: Value) -> Value {
 }
 
 #[test]
+fn a_schbench_warmup_must_be_shorter_than_the_run() {
+    // every sample would fall in the warm-up and each percentile would read 0
+    let w = sb(json!({"workers": 2, "warmup_ms": 100}));
+    let e = schedsim_core::Sim::new(config(smp(2, 1, 3_000_000, true), w, "6.12", 20.0))
+        .err()
+        .expect("rejected");
+    assert!(
+        e.contains("warm-up (0.1 s) is not shorter than the run (0.02 s)"),
+        "{e}"
+    );
+}
+
+#[test]
 fn schbench_current_and_old_have_their_structure() {
     // current: m message threads with ceil(CPUs/m) workers each; requests sleep 100 us + the
     // 50 us timer slack and multiply 104x104 matrices 5 times

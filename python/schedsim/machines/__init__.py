@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -136,6 +137,11 @@ def load_machine(name: str, overrides: dict[str, Any] | None = None) -> Machine:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"machine preset {path}: invalid TOML: {err}") from None
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(
+            f"machine '{name}': overrides {overrides!r}: expected a mapping like "
+            "{'topology': {'freq_domain': 'core'}}"
+        )
     if overrides:
         data = _deep_merge(data, overrides)
     preset = parse_preset(data, str(path))

@@ -71,6 +71,11 @@ pub trait Model: std::fmt::Debug {
     fn measured_from_ns(&self) -> u64 {
         0
     }
+    /// Where the workload's own samples start, when it drops a warm-up from its metrics but
+    /// reports power over the whole run (schbench's `-w`); a run must last longer.
+    fn samples_from_ns(&self) -> u64 {
+        self.measured_from_ns()
+    }
     /// The primary metric over the part `(t0, t1]` of the measured interval, for the
     /// convergence check of a run (`primary_windows` in the result): a rate or a mean of
     /// per-operation times that a window of the run estimates on its own. None for fixed-work
@@ -337,6 +342,14 @@ impl Workload {
     pub fn measured_from_ns(&self) -> u64 {
         match self {
             Workload::Model(m) => m.measured_from_ns(),
+            Workload::Custom(_) => 0,
+        }
+    }
+
+    /// Where the workload's metrics start (see [`Model::samples_from_ns`]).
+    pub fn samples_from_ns(&self) -> u64 {
+        match self {
+            Workload::Model(m) => m.samples_from_ns(),
             Workload::Custom(_) => 0,
         }
     }

@@ -695,6 +695,11 @@ impl Model for Schbench {
         Ok(self.workload())
     }
 
+    fn samples_from_ns(&self) -> u64 {
+        // an explicit -w; the version's default is cut to fit the run (effective_warmup_ns)
+        self.warmup_ns.unwrap_or(0)
+    }
+
     fn metrics(&self, sim: &Sim) -> Metrics {
         let s = self.samples(sim);
         let mut values = BTreeMap::new();
