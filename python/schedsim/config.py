@@ -689,9 +689,10 @@ def build_config(
     sample_ns = 0 if sample_interval is None else parse_duration(sample_interval)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _U64_MAX:
         raise ConfigError(f"seed {seed!r}: expected an integer 0..2^64-1")
+    examples = {"driver": "intel_cpufreq", "governor": "schedutil", "invariance": "turbo:4"}
     for key, value in (("driver", driver), ("governor", governor), ("invariance", invariance)):
         if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{key} {value!r}: expected a string (for example 'turbo:4')")
+            raise ConfigError(f"{key} {value!r}: expected a string (for example '{examples[key]}')")
     m = machine if isinstance(machine, Machine) else load_machine(machine)
     kernel = DEFAULT_KERNEL if kernel is None else str(kernel).strip()
     cpufreq = resolve_cpufreq(m, kernel, driver, governor, invariance)

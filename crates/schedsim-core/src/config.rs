@@ -561,24 +561,34 @@ impl SimConfig {
                         m.name, st.name, st.power_mw
                     ));
                 }
-                let exit = st.exit_latency_us.max(st.core_exit_latency_us.unwrap_or(0));
-                if exit > MAX_IDLE_EXIT_US || st.target_residency_us > MAX_IDLE_EXIT_US {
-                    return Err(format!(
-                        "machine '{}': idle_states.{name}[{i}] ({}): exit latency and target \
-                         residency at most {MAX_IDLE_EXIT_US} us (1 s)",
-                        m.name, st.name
-                    ));
+                for (key, v) in [
+                    ("exit_latency_us", st.exit_latency_us),
+                    ("core_exit_latency_us", st.core_exit_latency_us.unwrap_or(0)),
+                    ("target_residency_us", st.target_residency_us),
+                ] {
+                    if v > MAX_IDLE_EXIT_US {
+                        return Err(format!(
+                            "machine '{}': idle_states.{name}[{i}] ({}): {key} = {v}: at most \
+                             {MAX_IDLE_EXIT_US} (1 s)",
+                            m.name, st.name
+                        ));
+                    }
                 }
             }
         }
         for (i, ps) in m.package_idle_states.iter().enumerate() {
-            if !(ps.power_mw.is_finite() && ps.power_mw >= 0.0)
-                || ps.exit_latency_us > MAX_IDLE_EXIT_US
-            {
+            if !(ps.power_mw.is_finite() && ps.power_mw >= 0.0) {
                 return Err(format!(
-                    "machine '{}': package_idle_states[{i}] ({}): power_mw must be finite and \
-                     >= 0, exit_latency_us at most {MAX_IDLE_EXIT_US} us",
-                    m.name, ps.name
+                    "machine '{}': package_idle_states[{i}] ({}): power_mw = {}: must be finite \
+                     and >= 0",
+                    m.name, ps.name, ps.power_mw
+                ));
+            }
+            if ps.exit_latency_us > MAX_IDLE_EXIT_US {
+                return Err(format!(
+                    "machine '{}': package_idle_states[{i}] ({}): exit_latency_us = {}: at most \
+                     {MAX_IDLE_EXIT_US} (1 s)",
+                    m.name, ps.name, ps.exit_latency_us
                 ));
             }
         }

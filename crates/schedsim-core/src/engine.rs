@@ -493,7 +493,8 @@ impl Sim {
         {
             return Err(format!(
                 "workload '{}': its warm-up ({} s) is not shorter than the run ({} s), so nothing \
-                 would be measured: give a longer duration or a shorter warm-up",
+                 would be measured: give a longer duration or a shorter warm-up (warmup_s; schbench: \
+                 warmup_ms)",
                 sim.cfg.workload.name,
                 samples_from as f64 / 1e9,
                 end as f64 / 1e9
@@ -593,14 +594,7 @@ impl Sim {
             Ev::Sample => {
                 // a sample scheduled before the measured interval restarted the sampling
                 if self.now == self.next_sample_at {
-                    if self.samples.len() >= MAX_SAMPLES {
-                        return Err(format!(
-                            "sample_interval_ns = {}: more than {MAX_SAMPLES} turbostat samples \
-                             by {:.6} s of simulated time; use a longer interval",
-                            self.cfg.sample_interval_ns,
-                            self.now as f64 * 1e-9
-                        ));
-                    }
+                    self.check_sample_room()?;
                     self.take_sample();
                     self.schedule_sample();
                 }
@@ -612,6 +606,7 @@ impl Sim {
                 if self.cfg.sample_interval_ns > 0 {
                     // the warm-up's last interval ends here; the measured intervals start here
                     if self.now > self.last_sample.0 {
+                        self.check_sample_room()?;
                         self.take_sample();
                     }
                     self.schedule_sample();
@@ -810,6 +805,19 @@ impl Sim {
         debug_assert!(ev.is_housekeeping());
         self.housekeeping_pending += 1;
         self.events.schedule(time, ev);
+    }
+
+    /// A run takes at most [`MAX_SAMPLES`] turbostat samples.
+    fn check_sample_room(&self) -> Result<(), String> {
+        if self.samples.len() >= MAX_SAMPLES {
+            return Err(format!(
+                "sample_interval_ns = {}: more than {MAX_SAMPLES} turbostat samples by {:.6} s \
+                 of simulated time; use a longer interval",
+                self.cfg.sample_interval_ns,
+                self.now as f64 * 1e-9
+            ));
+        }
+        Ok(())
     }
 
     fn take_sample(&mut self) {

@@ -217,6 +217,16 @@ fn op_times_beyond_the_clock_are_errors_and_draws_are_capped() {
         let e = build(op.clone()).unwrap_or_else(|| panic!("{op} built"));
         assert!(e.contains("task 't'") && e.contains("at most"), "{op}: {e}");
     }
+    let late =
+        json!([{"name": "t", "delay_ns": u64::MAX, "program": [{"op": "run", "cycles": 1.0}]}]);
+    let w = custom(late, json!([]));
+    let e = schedsim_core::Sim::new(config(smp(1, 1, KHZ, false), w, "6.12", 20.0))
+        .err()
+        .expect("rejected");
+    assert!(
+        e.contains("task 't': delay_ns = 18446744073709551615: at most"),
+        "{e}"
+    );
     // the longest sleep allowed is built; a heavy-tailed draw is capped at 10^15 cycles, so it
     // is still running at the end of a 20 ms run instead of wrapping round to a short burst
     assert!(build(json!({"op": "sleep", "ns": 1u64 << 62})).is_none());

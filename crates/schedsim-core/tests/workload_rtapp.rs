@@ -233,7 +233,7 @@ fn duplicate_keys_keep_their_order_and_comments_and_trailing_commas_parse() {
 
 #[test]
 fn malformed_files_are_errors_that_name_the_file_line_and_key() {
-    let cases: [(&str, &str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 10] = [
         (
             "missing-comma.json",
             "{\n \"tasks\": {\n  \"t\": {\n   \"run\": 1000\n   \"sleep\": 5\n  }\n }\n}",
@@ -274,6 +274,11 @@ fn malformed_files_are_errors_that_name_the_file_line_and_key() {
             "long-sleep.json",
             "{\"tasks\": {\"t\": {\"run\": 1,\n \"sleep\": 18446744073709552}}}",
             &[":2", "tasks.t.sleep", "at most 4611686018427387 us"],
+        ),
+        (
+            "much-work.json",
+            "{\"tasks\": {\"t\": {\"run\": 1000000000000, \"sleep\": 10}}}",
+            &["much-work.json", "tasks.t.phases.", ".run'", "at most 1e15"],
         ),
         (
             "long-run.json",

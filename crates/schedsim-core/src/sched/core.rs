@@ -1173,14 +1173,14 @@ impl Sim {
         // it then sleeps unless it was served while on its way
         let queued = self.tasks[t].sync_queued;
         match op {
-            Op::Lock { mutex } => queued && self.sync.mutexes[*mutex].owner != Some(t),
+            Op::Lock { mutex } => queued && !self.sync.mutexes[*mutex].is_held_by(t),
             Op::LockRow { table, .. } => {
                 queued
                     && self.tasks[t].pending_row.is_some_and(|row| {
                         self.sync.tables[*table]
                             .rows
                             .get(&row)
-                            .is_some_and(|m| m.owner != Some(t))
+                            .is_some_and(|m| !m.is_held_by(t))
                     })
             }
             Op::Barrier { barrier } => queued && self.sync.barriers[*barrier].waiting.contains(&t),

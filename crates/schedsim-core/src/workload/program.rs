@@ -564,6 +564,12 @@ fn compile_task(
         task: &t.name,
     };
     compile_ops(&t.program, &mut ctx, &mut ops)?;
+    if t.delay_ns > MAX_OP_NS {
+        return Err(format!(
+            "task '{}': delay_ns = {}: at most {MAX_OP_NS} ns (about 146 years)",
+            t.name, t.delay_ns
+        ));
+    }
     Ok(Program {
         name: t.name.clone(),
         instances: t.instances.max(1),

@@ -1228,6 +1228,16 @@ impl RtApp {
                     match e {
                         Event::Run(us) => {
                             let loops = (*us as u128 * 1000 / pload_ns as u128) as f64;
+                            let max = crate::workload::program::MAX_OP_CYCLES;
+                            if loops * loop_cycles > max {
+                                return Err(format!(
+                                    "{file}: 'tasks.{}.phases.{}.run': {us} us is {:e} cycles of \
+                                     work; one run may do at most {max:e}",
+                                    t.name,
+                                    ph.name,
+                                    loops * loop_cycles
+                                ));
+                            }
                             mark(
                                 &mut ops,
                                 MarkKind::RunBegin {
