@@ -325,3 +325,16 @@ def test_api_arguments_of_the_wrong_type_are_config_errors(fake_core) -> None:
         build_config("skylake-8x", "periodic", invariance=4, duration="10ms")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"overrides \[1, 2\]: expected a mapping"):
         load_machine("skylake-8x", [1, 2])  # type: ignore[arg-type]
+
+
+def test_numbers_the_core_cannot_read_name_their_key(fake_core) -> None:
+    from schedsim import programs as p
+    from schedsim.runner import run
+
+    nan = p.custom_workload(tasks=[p.task("a", p.run(float("nan")))])
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.program\[0\]\.cycles = nan: must be"):
+        run("skylake-8x", nan, duration="10ms")
+    huge = p.custom_workload(tasks=[p.task("a", p.sleep(2**70))])
+    with pytest.raises(ConfigError, match=r"program\[0\]\.ns = 1180591620717411303424: out of"):
+        run("skylake-8x", huge, duration="10ms")
+    assert fake_core.configs == []

@@ -4,9 +4,37 @@ Everything that does not simulate (presets, config checks, trace parsing) works 
 """
 
 import json
+import math
+from collections.abc import Mapping
 from typing import Any
 
-from .errors import CoreUnavailableError
+from .errors import ConfigError, CoreUnavailableError
+
+# The core reads integers as at most 64 bits (signed or unsigned).
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _check_numbers(value: Any, path: str) -> None:
+    """Raise ConfigError naming the key of a number the core's JSON cannot take: NaN, an
+    infinity, or an integer beyond 64 bits."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path} = {value}: must be a finite number")
+    if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+        raise ConfigError(f"{path} = {value}: out of range (64-bit integers)")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_numbers(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_numbers(item, f"{path}[{i}]")
+
+
+def config_json(sim_config: Mapping[str, Any]) -> str:
+    """A SimConfig as the core's JSON, after checking its numbers (`_check_numbers`)."""
+    _check_numbers(sim_config, "config")
+    return json.dumps(sim_config, separators=(",", ":"))
 
 
 def core_function(name: str) -> Any:
@@ -51,7 +79,9 @@ def check_config(sim_config: dict[str, Any]) -> str | None:
     except CoreUnavailableError:
         return None
     try:
-        fn(json.dumps(sim_config))
+        fn(config_json(sim_config))
+    except ConfigError as err:
+        return str(err)
     except ValueError as err:
         return str(err)
     except (KeyboardInterrupt, SystemExit):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ def run_config(config: Mapping[str, Any]) -> RunResult:
     A configuration the core rejects raises ConfigError with the core's message.
     """
     run = native.core_function("run")
-    text = json.dumps(config, separators=(",", ":"))
+    text = native.config_json(config)
     try:
         out = run(text)
     except ValueError as err:
