@@ -260,6 +260,13 @@ fn kernbench_and_gitsource_reject_bad_parameters() {
     assert!(e.contains("expected an integer"), "{e}");
     let e = err(kernbench(json!({"jobs": "many"})));
     assert!(e.contains("expected a number"), "{e}");
+    // the default as `schedsim workloads` lists it may be written out
+    let kb = |jobs: Value| {
+        let params = serde_json::from_value(json!({"jobs": jobs})).unwrap();
+        schedsim_core::workload::kernbench::Kernbench::new(&params, 6, 7).map(|k| k.jobs)
+    };
+    assert_eq!(kb(json!("nr_cpus")), Ok(6));
+    assert_eq!(kb(json!(3)), Ok(3));
     let e = err(kernbench(json!({"job": 2})));
     assert!(
         e.contains("unknown parameter 'job'") && e.contains("objects"),

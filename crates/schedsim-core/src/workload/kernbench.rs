@@ -106,7 +106,11 @@ impl Kernbench {
         seed: u64,
     ) -> Result<Self, String> {
         let p = Params::new("kernbench", params, &info())?;
-        let jobs = p.int("jobs", nr_cpus as i64, 1, 4096)? as u32;
+        // the default as `schedsim workloads` lists it, written out
+        let jobs = match p.raw("jobs") {
+            Some(serde_json::Value::String(s)) if s == "nr_cpus" => nr_cpus.min(4096) as u32,
+            _ => p.int("jobs", nr_cpus as i64, 1, 4096)? as u32,
+        };
         let full = consts().get("defconfig_objects");
         let objects = p.int("objects", full as i64, 1, 100_000)? as u32;
         let work_scale = p.f64("work_scale", 1.0, 0.01, 100.0)?;
