@@ -534,6 +534,17 @@ impl SimConfig {
                 m.name
             ));
         }
+        // a finite, non-negative number, or an error naming the machine and the key
+        let non_negative = |key: String, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "machine '{}': {key} = {v}: must be finite and >= 0",
+                    m.name
+                ))
+            }
+        };
         let pw = &m.power;
         for (key, v) in [
             ("package_idle_mw", pw.package_idle_mw),
@@ -545,22 +556,12 @@ impl SimConfig {
             ("power_limit_tau_ms", pw.power_limit_tau_ms),
             ("power_limit2_mw", pw.power_limit2_mw),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!(
-                    "machine '{}': power.{key} = {v}: must be finite and >= 0",
-                    m.name
-                ));
-            }
+            non_negative(format!("power.{key}"), v)?;
         }
         for (name, states) in &m.idle_states {
             for (i, st) in states.iter().enumerate() {
-                if !(st.power_mw.is_finite() && st.power_mw >= 0.0) {
-                    return Err(format!(
-                        "machine '{}': idle_states.{name}[{i}] ({}): power_mw = {}: must be \
-                         finite and >= 0",
-                        m.name, st.name, st.power_mw
-                    ));
-                }
+                let at = format!("idle_states.{name}[{i}] ({})", st.name);
+                non_negative(format!("{at}: power_mw"), st.power_mw)?;
                 for (key, v) in [
                     ("exit_latency_us", st.exit_latency_us),
                     ("core_exit_latency_us", st.core_exit_latency_us.unwrap_or(0)),
@@ -568,41 +569,29 @@ impl SimConfig {
                 ] {
                     if v > MAX_IDLE_EXIT_US {
                         return Err(format!(
-                            "machine '{}': idle_states.{name}[{i}] ({}): {key} = {v}: at most \
-                             {MAX_IDLE_EXIT_US} (1 s)",
-                            m.name, st.name
+                            "machine '{}': {at}: {key} = {v}: at most {MAX_IDLE_EXIT_US} (1 s)",
+                            m.name
                         ));
                     }
                 }
             }
         }
         for (i, ps) in m.package_idle_states.iter().enumerate() {
-            if !(ps.power_mw.is_finite() && ps.power_mw >= 0.0) {
-                return Err(format!(
-                    "machine '{}': package_idle_states[{i}] ({}): power_mw = {}: must be finite \
-                     and >= 0",
-                    m.name, ps.name, ps.power_mw
-                ));
-            }
+            let at = format!("package_idle_states[{i}] ({})", ps.name);
+            non_negative(format!("{at}: power_mw"), ps.power_mw)?;
             if ps.exit_latency_us > MAX_IDLE_EXIT_US {
                 return Err(format!(
-                    "machine '{}': package_idle_states[{i}] ({}): exit_latency_us = {}: at most \
-                     {MAX_IDLE_EXIT_US} (1 s)",
-                    m.name, ps.name, ps.exit_latency_us
+                    "machine '{}': {at}: exit_latency_us = {}: at most {MAX_IDLE_EXIT_US} (1 s)",
+                    m.name, ps.exit_latency_us
                 ));
             }
         }
         for (i, fd) in m.freq_domains.iter().enumerate() {
-            if let Some(o) = fd
-                .opps
-                .iter()
-                .find(|o| !(o.power_mw.is_finite() && o.power_mw >= 0.0))
-            {
-                return Err(format!(
-                    "machine '{}': freq_domains[{i}]: the {} kHz OPP's power_mw = {}: must be \
-                     finite and >= 0",
-                    m.name, o.khz, o.power_mw
-                ));
+            for o in &fd.opps {
+                non_negative(
+                    format!("freq_domains[{i}]: the {} kHz OPP's power_mw", o.khz),
+                    o.power_mw,
+                )?;
             }
         }
         for ct in &m.core_types {
@@ -616,13 +605,7 @@ impl SimConfig {
                         KERNEL_CYCLES_KEYS.join(", ")
                     ));
                 }
-                if !(v.is_finite() && *v >= 0.0) {
-                    return Err(format!(
-                        "machine '{}': core type '{}': kernel_cycles.{key} = {v}: must be \
-                         finite and >= 0",
-                        m.name, ct.name
-                    ));
-                }
+                non_negative(format!("core type '{}': kernel_cycles.{key}", ct.name), *v)?;
             }
         }
         if let Some(st) = &m.storage {

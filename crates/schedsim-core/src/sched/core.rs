@@ -37,10 +37,6 @@ pub enum SdFlag {
     Exec,
 }
 
-/// The most tasks a workload may start with (the generators cap their own task counts at the
-/// same figure).
-pub const MAX_INITIAL_TASKS: u64 = 200_000;
-
 impl Sim {
     // ------------------------------------------------------------------ task creation
 
@@ -146,10 +142,11 @@ impl Sim {
             .filter(|p| p.start)
             .map(|p| p.instances as u64)
             .sum();
-        if total > MAX_INITIAL_TASKS {
+        if total > crate::workload::MAX_TASKS {
             return Err(format!(
                 "workload: {total} tasks at the start (the programs' instances added up); at most \
-                 {MAX_INITIAL_TASKS}"
+                 {}",
+                crate::workload::MAX_TASKS
             ));
         }
         for prog in 0..self.compiled.programs.len() {

@@ -183,7 +183,7 @@ pub fn sender_name(g: u32, i: u32) -> String {
 pub const PARENT: &str = "hackbench";
 
 /// The most worker tasks a run may create.
-pub const MAX_WORKERS: u64 = 200_000;
+pub const MAX_WORKERS: u64 = crate::workload::MAX_TASKS;
 
 impl Hackbench {
     pub fn new(params: &BTreeMap<String, serde_json::Value>) -> Result<Self, String> {

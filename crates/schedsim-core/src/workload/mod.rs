@@ -181,6 +181,10 @@ pub struct Metrics {
     pub higher_is_better: bool,
 }
 
+/// The most tasks a workload may create: the initial tasks of any workload, and the task
+/// counts the hackbench and schbench generators check their parameters against.
+pub const MAX_TASKS: u64 = 200_000;
+
 /// Read typed parameters, rejecting unknown names.
 pub struct Params<'a> {
     workload: &'a str,

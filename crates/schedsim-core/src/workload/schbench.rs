@@ -176,7 +176,7 @@ pub const OLD_PLIST: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9];
 pub const OLD_JITTER_VALUES: usize = 128;
 
 /// The most tasks (message threads and workers) a run may create.
-pub const MAX_TASKS: u64 = 200_000;
+pub const MAX_TASKS: u64 = crate::workload::MAX_TASKS;
 
 pub fn generator() -> Generator {
     Generator {
