@@ -80,9 +80,7 @@ def check_config(sim_config: dict[str, Any]) -> str | None:
         return None
     try:
         fn(config_json(sim_config))
-    except ConfigError as err:
-        return str(err)
-    except ValueError as err:
+    except ValueError as err:  # ConfigError from config_json too
         return str(err)
     except (KeyboardInterrupt, SystemExit):
         raise
