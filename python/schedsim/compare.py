@@ -177,7 +177,7 @@ def metric_samples(result: dict[str, Any], metric: str) -> list[float]:
     `samples`, else the run's single value."""
     samples = result.get("samples") or []
     if samples and all(metric in s for s in samples):
-        return [float(s[metric]) for s in samples]
+        return [math.nan if s[metric] is None else float(s[metric]) for s in samples]
     metrics = result.get("metrics") or {}
     stat = cgroup_metric(metric)
     if stat is not None and metric not in metrics:

@@ -320,7 +320,7 @@ impl Model for Dbench {
             if secs > 0.0 {
                 commits as f64 / secs
             } else {
-                0.0
+                super::NO_DATA
             },
         );
         let (mean, max) = latency_per_second(sim, self.warmup_ns);
@@ -345,7 +345,7 @@ pub fn latency_per_second(sim: &Sim, warmup_ns: u64) -> (f64, f64) {
     let end = sim.now;
     let w = warmup_ns.min(end);
     if end <= w {
-        return (0.0, 0.0);
+        return (super::NO_DATA, super::NO_DATA);
     }
     let ticks = (end - w).div_ceil(SEC) as usize;
     let tick_t = |k: usize| (w + k as u64 * SEC).min(end);

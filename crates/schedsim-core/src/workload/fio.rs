@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::constants::Constants;
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
-use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
+use super::{mean_or_no_data, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo, NO_DATA};
 use crate::engine::Sim;
 use crate::sim::rng::RngStream;
 
@@ -138,37 +138,44 @@ pub(crate) fn mark_intervals(sim: &Sim, name: &str) -> Vec<u64> {
     out
 }
 
-/// The P-th percentile (nearest rank) of `v`, 0 when empty.
-pub(crate) fn percentile(v: &mut [u64], p: f64) -> u64 {
+/// The P-th percentile (nearest rank) of `v`, [`NO_DATA`] when empty.
+pub(crate) fn percentile(v: &mut [u64], p: f64) -> f64 {
     if v.is_empty() {
-        return 0;
+        return NO_DATA;
     }
     v.sort_unstable();
     let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    v[rank.min(v.len()) - 1]
+    v[rank.min(v.len()) - 1] as f64
 }
 
+/// The mean of `v`, [`NO_DATA`] when empty.
 pub(crate) fn mean(v: &[u64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
-    }
+    mean_or_no_data(v.iter().map(|&x| x as f64).sum::<f64>(), v.len() as u64)
 }
 
 /// The time of the last exit, or now if a task is still alive.
 pub(crate) fn end_ns(sim: &Sim) -> u64 {
-    let last_exit = sim
-        .tasks
-        .iter()
-        .filter_map(|t| t.stats.exit_ns)
-        .max()
-        .unwrap_or(0);
+    finished_ns(sim).unwrap_or(sim.now)
+}
+
+/// The time of the last exit once every task has exited; None while the work is unfinished
+/// (a `--duration` cut it short).
+pub(crate) fn finished_ns(sim: &Sim) -> Option<u64> {
     if sim.live_tasks > 0 {
-        sim.now
-    } else {
-        last_exit
+        return None;
     }
+    Some(
+        sim.tasks
+            .iter()
+            .filter_map(|t| t.stats.exit_ns)
+            .max()
+            .unwrap_or(0),
+    )
+}
+
+/// `finished_ns` in seconds, or [`NO_DATA`].
+pub(crate) fn finished_s(sim: &Sim) -> f64 {
+    finished_ns(sim).map_or(NO_DATA, |ns| ns as f64 * 1e-9)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,10 +395,7 @@ impl Model for Fio {
             iops * self.bs_bytes / (1024.0 * 1024.0),
         );
         values.insert("latency_us_mean".into(), mean(&lat) * 1e-3);
-        values.insert(
-            "latency_us_p99".into(),
-            percentile(&mut lat, 99.0) as f64 * 1e-3,
-        );
+        values.insert("latency_us_p99".into(), percentile(&mut lat, 99.0) * 1e-3);
         Metrics {
             values,
             primary: "iops".into(),

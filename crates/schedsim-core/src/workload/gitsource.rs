@@ -291,8 +291,10 @@ impl Model for Gitsource {
 
     fn metrics(&self, sim: &Sim) -> Metrics {
         let t = |n: &str| super::kernbench::mark_time(sim, n).map(|x| x as f64 * 1e-9);
-        let end = t("end").unwrap_or(sim.now as f64 * 1e-9);
-        let elapsed = end; // `time make test` starts with the run
+        // `time make test` starts with the run; a run cut short has no elapsed time, and its
+        // process rate is over the time it ran
+        let elapsed = t("end").unwrap_or(super::NO_DATA);
+        let ran = t("end").unwrap_or(sim.now as f64 * 1e-9);
         let procs = sim.stats.forks as f64;
         let mut values = BTreeMap::new();
         values.insert("elapsed_s".into(), elapsed);
@@ -300,7 +302,11 @@ impl Model for Gitsource {
         values.insert("processes".into(), procs);
         values.insert(
             "processes_per_s".into(),
-            if elapsed > 0.0 { procs / elapsed } else { 0.0 },
+            if ran > 0.0 {
+                procs / ran
+            } else {
+                super::NO_DATA
+            },
         );
         Metrics {
             values,

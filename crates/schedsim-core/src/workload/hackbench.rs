@@ -415,8 +415,13 @@ impl Model for Hackbench {
             _ => (0, 0),
         };
         let diff_us = stop.saturating_sub(start);
-        values.insert("time_us".into(), diff_us as f64);
-        values.insert("time_s".into(), (diff_us / 1000) as f64 / 1000.0);
+        let (time_us, time_s) = if completed {
+            (diff_us as f64, (diff_us / 1000) as f64 / 1000.0)
+        } else {
+            (super::NO_DATA, super::NO_DATA)
+        };
+        values.insert("time_us".into(), time_us);
+        values.insert("time_s".into(), time_s);
         values.insert("completed".into(), completed as u8 as f64);
         values.insert("workers".into(), workers as f64);
         Metrics {

@@ -467,7 +467,7 @@ impl Model for Kernbench {
 
     fn metrics(&self, sim: &Sim) -> Metrics {
         let t = |n: &str| mark_time(sim, n).map(|x| x as f64 * 1e-9);
-        let end = t("end").unwrap_or(sim.now as f64 * 1e-9);
+        let end = t("end").unwrap_or(super::NO_DATA);
         let start = 0.0; // `time make` starts with the run
         let (user, sys) = user_sys_s(sim);
         let mut values = BTreeMap::new();
@@ -476,13 +476,13 @@ impl Model for Kernbench {
         values.insert("sys_s".into(), sys);
         values.insert(
             "prepare_s".into(),
-            t("prepare_done").map_or(0.0, |x| x - start),
+            t("prepare_done").map_or(super::NO_DATA, |x| x - start),
         );
         values.insert(
             "link_s".into(),
             match (t("link_start"), t("link_end")) {
                 (Some(a), Some(b)) => b - a,
-                _ => 0.0,
+                _ => super::NO_DATA,
             },
         );
         let done = sim

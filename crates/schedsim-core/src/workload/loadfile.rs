@@ -356,7 +356,7 @@ pub fn loadfile_stats(samples_ms: &[f64], values: &mut BTreeMap<String, f64>) {
     values.insert("loadfile_passes".into(), n as f64);
     if n == 0 {
         for k in ["mean", "min", "max", "stddev", "p50", "p75", "p90", "p99"] {
-            values.insert(format!("loadfile_ms_{k}"), 0.0);
+            values.insert(format!("loadfile_ms_{k}"), super::NO_DATA);
         }
         return;
     }

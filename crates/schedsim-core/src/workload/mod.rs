@@ -174,6 +174,21 @@ pub enum Workload {
     Custom(CustomWorkload),
 }
 
+/// A statistic with nothing behind it: the mean, percentile or extreme of no samples, or the
+/// elapsed time of fixed work that a `--duration` cut short. It is reported as null (JSON) and
+/// printed as `-` or `NaN`, never as a 0 that would read as a result (a time of 0 is the best
+/// time there is).
+pub const NO_DATA: f64 = f64::NAN;
+
+/// `sum / n`, or [`NO_DATA`] when there are no samples.
+pub fn mean_or_no_data(sum: f64, n: u64) -> f64 {
+    if n > 0 {
+        sum / n as f64
+    } else {
+        NO_DATA
+    }
+}
+
 /// A metric set with its headline.
 pub struct Metrics {
     pub values: BTreeMap<String, f64>,

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::constants::Constants;
-use super::fio::{choice, end_ns, int_or, looped, mark, mark_id, task};
+use super::fio::{choice, finished_s, int_or, looped, mark, mark_id, task};
 use super::spec::{CustomWorkload, OpSpec};
 use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
@@ -293,7 +293,7 @@ impl Model for NasOmp {
     }
 
     fn metrics(&self, sim: &Sim) -> Metrics {
-        let elapsed = end_ns(sim) as f64 * 1e-9;
+        let elapsed = finished_s(sim);
         let iterations = mark_id(sim, "iter")
             .map(|id| sim.marks.iter().filter(|m| m.2 == id).count())
             .unwrap_or(0);
@@ -304,7 +304,7 @@ impl Model for NasOmp {
             if elapsed > 0.0 {
                 self.shape.ops / elapsed * 1e-6
             } else {
-                0.0
+                super::NO_DATA
             },
         );
         values.insert("supersteps".into(), self.supersteps() as f64);

@@ -363,7 +363,7 @@ impl Model for Netperf {
     fn metrics(&self, sim: &Sim) -> Metrics {
         let w = self.warmup_ns.min(sim.now);
         let secs = (sim.now - w) as f64 * 1e-9;
-        let rate = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
+        let rate = |n: f64| if secs > 0.0 { n / secs } else { super::NO_DATA };
         let mut values = BTreeMap::new();
         let primary = match self.test {
             Test::Rr => {
@@ -372,7 +372,11 @@ impl Model for Netperf {
                 values.insert("transactions".into(), n);
                 values.insert(
                     "latency_us_mean".into(),
-                    if n > 0.0 { secs * 1e6 / n } else { 0.0 },
+                    if n > 0.0 {
+                        secs * 1e6 / n
+                    } else {
+                        super::NO_DATA
+                    },
                 );
                 "trans_per_s"
             }

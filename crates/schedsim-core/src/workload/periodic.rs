@@ -3,12 +3,14 @@
 //! at its highest frequency — then sleeps until the next absolute activation.
 //!
 //! Metrics per activation, as rt-app logs them: the run time (`c_duration` actually taken), the
-//! slack to the next activation, missed activations, and the wakeup latency.
+//! slack to the next activation (on the task's own activation clock, which re-bases when an
+//! activation ends late, as rt-app's relative-mode timer does), missed activations, and the
+//! wakeup latency.
 
 use std::collections::BTreeMap;
 
 use super::spec::{CustomWorkload, OpSpec, TaskSpec};
-use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
+use super::{mean_or_no_data, Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo, NO_DATA};
 use crate::config::MachineSpec;
 use crate::engine::Sim;
 use crate::hw::topology::Topology;
@@ -103,7 +105,10 @@ impl Model for Periodic {
         let act = sim.compiled.marks.iter().position(|m| m == "act");
         let done = sim.compiled.marks.iter().position(|m| m == "done");
         let mut last_act: BTreeMap<usize, u64> = BTreeMap::new();
-        let mut index: BTreeMap<usize, u64> = BTreeMap::new();
+        // Each task's activation clock, as its `timer` op keeps it: the release of the
+        // activation under way (the task's start, then the previous expiry, re-based to the
+        // completion when that was late).
+        let mut release: BTreeMap<usize, u64> = BTreeMap::new();
         let (mut n, mut run_sum, mut slack_sum, mut missed) = (0u64, 0f64, 0f64, 0u64);
         for &(t_ns, task, id) in &sim.marks {
             if Some(id) == act {
@@ -112,10 +117,11 @@ impl Model for Periodic {
                 let Some(&a) = last_act.get(&task) else {
                     continue;
                 };
-                let k = index.entry(task).or_insert(0);
-                let start = sim.tasks[task].stats.start_ns;
-                let deadline = start + (*k + 1) * self.period_ns;
-                *k += 1;
+                let r = release
+                    .entry(task)
+                    .or_insert(sim.tasks[task].stats.start_ns);
+                let deadline = *r + self.period_ns;
+                *r = deadline.max(t_ns);
                 n += 1;
                 run_sum += (t_ns - a) as f64;
                 let slack = deadline as f64 - t_ns as f64;
@@ -131,17 +137,26 @@ impl Model for Periodic {
             lat_n += t.stats.wakeup_latency_count;
             lat_max = lat_max.max(t.stats.wakeup_latency_max_ns);
         }
-        let mean = |s: f64, c: u64| if c > 0 { s / c as f64 } else { 0.0 };
         let mut values = BTreeMap::new();
         values.insert("activations".into(), n as f64);
-        values.insert("run_us_mean".into(), mean(run_sum, n) * 1e-3);
-        values.insert("slack_us_mean".into(), mean(slack_sum, n) * 1e-3);
-        values.insert("missed_pct".into(), mean(100.0 * missed as f64, n));
+        values.insert("run_us_mean".into(), mean_or_no_data(run_sum, n) * 1e-3);
+        values.insert("slack_us_mean".into(), mean_or_no_data(slack_sum, n) * 1e-3);
+        values.insert(
+            "missed_pct".into(),
+            mean_or_no_data(100.0 * missed as f64, n),
+        );
         values.insert(
             "wakeup_latency_us_mean".into(),
-            mean(lat_sum as f64, lat_n) * 1e-3,
+            mean_or_no_data(lat_sum as f64, lat_n) * 1e-3,
         );
-        values.insert("wakeup_latency_us_max".into(), lat_max as f64 * 1e-3);
+        values.insert(
+            "wakeup_latency_us_max".into(),
+            if lat_n > 0 {
+                lat_max as f64 * 1e-3
+            } else {
+                NO_DATA
+            },
+        );
         Metrics {
             values,
             primary: "run_us_mean".into(),

@@ -302,7 +302,12 @@ impl Pgbench {
 fn tps_between(sim: &Sim, t0: u64, t1: u64) -> (f64, u64) {
     let n = super::count_marks(sim, "txn", t0, t1);
     let secs = t1.saturating_sub(t0) as f64 * 1e-9;
-    (if secs > 0.0 { n as f64 / secs } else { 0.0 }, n)
+    let tps = if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        super::NO_DATA
+    };
+    (tps, n)
 }
 
 impl Model for Pgbench {
@@ -338,7 +343,7 @@ impl Model for Pgbench {
             if tps > 0.0 {
                 1e3 * self.clients as f64 / tps
             } else {
-                0.0
+                super::NO_DATA
             },
         );
         values.insert("transactions".into(), n as f64);

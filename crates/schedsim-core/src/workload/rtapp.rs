@@ -1562,11 +1562,11 @@ impl Acc {
         }
     }
 
-    /// Insert the means under `prefix`. `all`: every metric, 0 where there is no row (the
+    /// Insert the means under `prefix`. `all`: every metric, null where there is no row (the
     /// run-wide set, which holds the primary metric); otherwise only those with rows behind
     /// them.
     fn emit(&self, prefix: &str, out: &mut BTreeMap<String, f64>, configured: bool, all: bool) {
-        let mean = |s: f64, n: u64| if n > 0 { s / n as f64 } else { 0.0 };
+        let mean = super::mean_or_no_data;
         if !all && self.rows == 0 {
             return;
         }
@@ -1595,7 +1595,14 @@ impl Acc {
                 format!("{prefix}wu_lat_us_mean"),
                 mean(self.wu_ns, self.timer_rows) * 1e-3,
             );
-            out.insert(format!("{prefix}wu_lat_us_max"), self.wu_max_ns * 1e-3);
+            out.insert(
+                format!("{prefix}wu_lat_us_max"),
+                if self.timer_rows > 0 {
+                    self.wu_max_ns * 1e-3
+                } else {
+                    super::NO_DATA
+                },
+            );
         }
         if configured {
             out.insert(

@@ -677,8 +677,24 @@ impl Schbench {
 
 fn put_percentiles(values: &mut BTreeMap<String, f64>, prefix: &str, h: &Histogram, plist: &[f64]) {
     for (p, v) in plist.iter().zip(h.percentiles(plist)) {
-        values.insert(format!("{prefix}_p{}", fmt_pct(*p)), v as f64);
+        let v = if h.nr_samples > 0 {
+            v as f64
+        } else {
+            super::NO_DATA
+        };
+        values.insert(format!("{prefix}_p{}", fmt_pct(*p)), v);
     }
+}
+
+/// `{prefix}_min` and `{prefix}_max`, with no data when the histogram is empty.
+fn put_extremes(values: &mut BTreeMap<String, f64>, prefix: &str, h: &Histogram) {
+    let (min, max) = if h.nr_samples > 0 {
+        (h.min as f64, h.max as f64)
+    } else {
+        (super::NO_DATA, super::NO_DATA)
+    };
+    values.insert(format!("{prefix}_min"), min);
+    values.insert(format!("{prefix}_max"), max);
 }
 
 /// 50.0 → "50", 99.9 → "99.9".
@@ -708,14 +724,12 @@ impl Model for Schbench {
             Version::Old => &OLD_PLIST,
         };
         put_percentiles(&mut values, "wakeup_latency_us", &s.wakeup, lat_plist);
-        values.insert("wakeup_latency_us_min".into(), s.wakeup.min as f64);
-        values.insert("wakeup_latency_us_max".into(), s.wakeup.max as f64);
+        put_extremes(&mut values, "wakeup_latency_us", &s.wakeup);
         values.insert("wakeup_samples".into(), s.wakeup.nr_samples as f64);
         let primary = match self.version {
             Version::Current => {
                 put_percentiles(&mut values, "request_latency_us", &s.request, lat_plist);
-                values.insert("request_latency_us_min".into(), s.request.min as f64);
-                values.insert("request_latency_us_max".into(), s.request.max as f64);
+                put_extremes(&mut values, "request_latency_us", &s.request);
                 values.insert("request_samples".into(), s.request.nr_samples as f64);
                 let mut rps = Histogram::default();
                 for r in self.rps_samples(&s, sim.now) {
@@ -727,7 +741,7 @@ impl Model for Schbench {
                 let avg = if span > 0 {
                     s.done_ns.len() as f64 * 1e9 / span as f64
                 } else {
-                    0.0
+                    super::NO_DATA
                 };
                 values.insert("rps".into(), avg);
                 "request_latency_us_p99"

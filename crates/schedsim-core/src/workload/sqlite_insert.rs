@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::constants::Constants;
-use super::fio::{choice, end_ns, looped, mark, mark_id, run, task, BlockDevice, IoDir};
+use super::fio::{choice, finished_s, looped, mark, mark_id, run, task, BlockDevice, IoDir};
 use super::spec::{ChannelSpec, CustomWorkload, OpSpec};
 use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
@@ -236,15 +236,11 @@ impl Model for SqliteInsert {
         };
         let mut values = BTreeMap::new();
         values.insert("txn_per_s".into(), rate);
-        values.insert("elapsed_s".into(), end_ns(sim) as f64 * 1e-9);
+        values.insert("elapsed_s".into(), finished_s(sim));
         values.insert("transactions".into(), n as f64);
         values.insert(
             "fsyncs_per_txn".into(),
-            if n > 0 {
-                count("fsync") as f64 / n as f64
-            } else {
-                0.0
-            },
+            super::mean_or_no_data(count("fsync") as f64, n as u64),
         );
         values.insert("jbd2_commits".into(), count("commit") as f64);
         Metrics {

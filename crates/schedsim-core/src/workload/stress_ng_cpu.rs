@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::constants::Constants;
-use super::fio::{end_ns, flag, int_or, looped, mark, mark_id, run, task};
+use super::fio::{finished_s, flag, int_or, looped, mark, mark_id, run, task};
 use super::spec::{CustomWorkload, OpSpec};
 use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
@@ -137,17 +137,17 @@ impl Model for StressNgCpu {
             .filter(|t| t.parent.is_some())
             .map(|t| (t.stats.exit_ns.unwrap_or(sim.now) - t.stats.start_ns) as f64 * 1e-9)
             .collect();
-        let mean_s = if durations.is_empty() {
-            0.0
-        } else {
-            durations.iter().sum::<f64>() / durations.len() as f64
-        };
+        let mean_s = super::mean_or_no_data(durations.iter().sum::<f64>(), durations.len() as u64);
         let mut values = BTreeMap::new();
-        values.insert("elapsed_s".into(), end_ns(sim) as f64 * 1e-9);
+        values.insert("elapsed_s".into(), finished_s(sim));
         values.insert("bogo_ops".into(), ops);
         values.insert(
             "bogo_ops_per_s".into(),
-            if mean_s > 0.0 { ops / mean_s } else { 0.0 },
+            if mean_s > 0.0 {
+                ops / mean_s
+            } else {
+                super::NO_DATA
+            },
         );
         values.insert("ops_per_instance".into(), self.ops_per_instance as f64);
         Metrics {

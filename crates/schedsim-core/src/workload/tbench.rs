@@ -315,7 +315,11 @@ pub fn loadfile_window(
 fn window_stats(pr: &loadfile::Progress, t0: u64, t1: u64) -> (f64, Vec<f64>) {
     let secs = t1.saturating_sub(t0) as f64 * 1e-9;
     let bytes = pr.bytes_at[1].saturating_sub(pr.bytes_at[0]) as f64;
-    let mb_s = if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 };
+    let mb_s = if secs > 0.0 {
+        bytes / secs / 1e6
+    } else {
+        super::NO_DATA
+    };
     let passes = pr
         .passes
         .iter()

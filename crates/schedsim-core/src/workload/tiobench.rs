@@ -203,7 +203,10 @@ impl Model for Tiobench {
         values.insert("latency_us_mean".into(), mean(&lat) * 1e-3);
         values.insert(
             "latency_us_max".into(),
-            lat.iter().copied().max().unwrap_or(0) as f64 * 1e-3,
+            lat.iter()
+                .copied()
+                .max()
+                .map_or(super::NO_DATA, |x| x as f64 * 1e-3),
         );
         Metrics {
             values,

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::constants::Constants;
-use super::fio::{end_ns, int_or, looped, mark, mark_id, run, task};
+use super::fio::{end_ns, finished_s, int_or, looped, mark, mark_id, run, task};
 use super::spec::{ChannelSpec, CustomWorkload, Dist, OpSpec};
 use super::{Generator, Metrics, Model, ParamInfo, Params, WorkloadInfo};
 use crate::engine::Sim;
@@ -226,13 +226,17 @@ impl Model for X264 {
         let done = mark_id(sim, "frame")
             .map(|id| sim.marks.iter().filter(|m| m.2 == id).count())
             .unwrap_or(0) as f64;
-        let elapsed = end_ns(sim) as f64 * 1e-9;
+        let ran = end_ns(sim) as f64 * 1e-9;
         let mut values = BTreeMap::new();
         values.insert(
             "fps".into(),
-            if elapsed > 0.0 { done / elapsed } else { 0.0 },
+            if ran > 0.0 {
+                done / ran
+            } else {
+                super::NO_DATA
+            },
         );
-        values.insert("elapsed_s".into(), elapsed);
+        values.insert("elapsed_s".into(), finished_s(sim));
         values.insert("frames".into(), done);
         values.insert("row_lag".into(), self.lag as f64);
         Metrics {
