@@ -113,3 +113,30 @@ def test_rt_app_without_timers_has_no_slack(tmp_path) -> None:
     assert m["run_us_mean"] > 0
     for k in ("slack_us_mean", "missed_pct", "wu_lat_us_mean", "wu_lat_us_max"):
         assert m[k] is None, (k, m)
+
+
+def test_one_loadfile_pass_has_no_spread() -> None:
+    # MMTests' Stat.pm: the standard deviation of one sample is NaN, not 0
+    m = schedsim.run("skylake-8x", "dbench", kernel="6.12", duration="0.1s").metrics
+    assert m["loadfile_passes"] == 1
+    assert m["loadfile_ms_mean"] > 0
+    assert m["loadfile_ms_stddev"] is None
+
+
+def test_perf_per_watt_is_null_where_it_is_undefined(tmp_path) -> None:
+    # an rt-app task that misses every deadline: its slack (the primary, higher is better) is
+    # negative, and primary / W would read as a (negative) efficiency
+    path = tmp_path / "late.json"
+    path.write_text(
+        json.dumps(
+            {
+                "tasks": {"t": {"loop": -1, "run": 12000, "timer": {"ref": "t", "period": 10000}}},
+                "global": {"calibration": 100},
+            }
+        )
+    )
+    r = schedsim.run("skylake-8x", f"rt-app:{path}", kernel="6.12", duration="0.3s")
+    assert r.primary["name"] == "slack_us_mean"
+    assert r.primary["value"] < 0
+    assert r.json["power"]["avg_package_w"] > 0
+    assert r.json["power"]["perf_per_watt"] is None

@@ -76,3 +76,31 @@ def test_gitsource_runs_markedly_faster_with_turbo4_invariance_on_kernel_5_2() -
     # than published on skylake-8x"): 0.35 here
     assert 0.3 < ratio < 0.75
     assert inv.power["avg_package_w"] > base.power["avg_package_w"]
+
+
+def test_kernbench_user_time_is_time_running_not_time_waiting() -> None:
+    """`user_s` is the on-CPU time of the program work; a job preempted by other jobs waits,
+    and that wait is neither user nor sys time. With 4x more jobs than CPUs the build does the
+    same work: user + sys is the tasks' CPU time, and sys (the kernel paths charged) does not
+    shrink as the runqueues fill."""
+    fit = schedsim.run("skylake-8x", "kernbench:objects=60,jobs=8", kernel="6.12")
+    over = schedsim.run("skylake-8x", "kernbench:objects=60,jobs=32", kernel="6.12")
+    for r in (fit, over):
+        cpu_s = float(r.tasks["cpu_ns"].sum()) * 1e-9
+        assert r.metrics["user_s"] + r.metrics["sys_s"] == pytest.approx(cpu_s, rel=1e-9)
+        assert r.metrics["sys_s"] > 0
+    assert float(over.tasks["wait_ns"].sum()) > 100 * float(fit.tasks["wait_ns"].sum())
+    assert over.metrics["sys_s"] >= 0.95 * fit.metrics["sys_s"]
+    # a build cut short: the work done so far is user time, not sys
+    cut = schedsim.run("skylake-8x", "kernbench:objects=60,jobs=8", kernel="6.12", duration="5s")
+    assert cut.metrics["elapsed_s"] is None
+    assert cut.metrics["sys_s"] <= fit.metrics["sys_s"]
+    assert cut.metrics["user_s"] > 10 * cut.metrics["sys_s"]
+
+
+def test_gitsource_counts_the_scripts_that_ran() -> None:
+    done = schedsim.run("skylake-8x", "gitsource:scripts=3", kernel="6.12")
+    assert done.metrics["scripts"] == 3
+    cut = schedsim.run("skylake-8x", "gitsource:scripts=3", kernel="6.12", duration="0.2s")
+    assert cut.metrics["processes"] < done.metrics["processes"]
+    assert cut.metrics["scripts"] < 3

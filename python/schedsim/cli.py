@@ -21,7 +21,7 @@ from rich.table import Table
 
 from . import __version__
 from .bench import SCENARIOS, run_bench
-from .config import build_config, parse_cgroup_option, workload_catalog
+from .config import TRACE_FORMATS, build_config, parse_cgroup_option, workload_catalog
 from .errors import ConfigError, CoreUnavailableError
 from .experiment import Experiment
 from .machines import list_machines, load_machine
@@ -40,8 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-TRACE_FORMATS = ("ftrace",)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -175,7 +173,11 @@ def run(
         Path | None, typer.Option("--trace", help="Write the trace to this file.")
     ] = None,
     trace_format: Annotated[
-        str, typer.Option("--trace-format", help="Trace file format: ftrace.")
+        str,
+        typer.Option(
+            "--trace-format",
+            help="Trace file format: ftrace (tracefs text) or perfetto (protobuf, .pftrace).",
+        ),
     ] = "ftrace",
 ) -> None:
     """Run one simulation and print a summary (or the result JSON with --json)."""
@@ -193,7 +195,7 @@ def run(
         sets=set_ or [],
         seed=seed,
         duration=duration,
-        trace=trace is not None,
+        trace=trace_format if trace is not None else False,
         cgroups=[parse_cgroup_option(text) for text in cgroup or []],
         run_in=in_cgroup or [],
     )
@@ -202,11 +204,14 @@ def run(
         raise ConfigError(f"--trace {trace}: {why}; give a file in an existing directory")
     result = run_config(config)
     if trace is not None:
-        text = result.trace_text
-        if text is None:
+        data = result.trace_perfetto if trace_format == "perfetto" else result.trace_text
+        if data is None:
             raise RuntimeError("the core returned no trace although one was requested")
         try:
-            trace.write_text(text, encoding="utf-8")
+            if isinstance(data, bytes):
+                trace.write_bytes(data)
+            else:
+                trace.write_text(data, encoding="utf-8")
         except OSError as err:
             raise ConfigError(f"--trace {trace}: cannot write: {err.strerror}") from None
     if json_out:

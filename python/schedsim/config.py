@@ -659,6 +659,22 @@ def check_run_in(run_in: Iterable[str] | None, cgroups: list[dict[str, Any]]) ->
 _U64_MAX = 2**64 - 1
 
 
+TRACE_FORMATS = ("ftrace", "perfetto")
+
+
+def parse_trace_format(trace: bool | str | None) -> str | None:
+    """`trace` as `build_config` takes it → the trace format, None for no trace."""
+    if trace is None or trace is False:
+        return None
+    if trace is True:
+        return "ftrace"
+    if isinstance(trace, str) and trace in TRACE_FORMATS:
+        return trace
+    raise ConfigError(
+        f"trace {trace!r}: expected True, False or a trace format ({', '.join(TRACE_FORMATS)})"
+    )
+
+
 def build_config(
     machine: str | Machine,
     workload: str | Mapping[str, Any],
@@ -669,7 +685,7 @@ def build_config(
     sets: Iterable[str] | Mapping[str, Any] | None = None,
     seed: int = 1,
     duration: str | int | None = None,
-    trace: bool = False,
+    trace: bool | str = False,
     sample_interval: str | int | None = None,
     cgroups: Iterable[Mapping[str, Any] | str] | Mapping[str, Mapping[str, Any]] | None = None,
     run_in: Iterable[str] | None = None,
@@ -679,10 +695,13 @@ def build_config(
     `machine` is a preset name, a path to a preset TOML or a loaded Machine; `workload` the
     workload string (`periodic:tasks=4`) or a WorkloadSpec mapping (`{"name": "custom", ...}`);
     `sets` the `--set key=value` pairs; `duration`/`sample_interval` like `500ms` or ns.
+    `trace`: record a trace, as ftrace text (`True` or `"ftrace"`) or Perfetto protobuf
+    (`"perfetto"`).
     `cgroups` defines cgroup v2 groups in the files' syntax (`parse_cgroups`:
     `[{"path": "cg1", "max": "50000 100000", "weight": 200}]`) and `run_in` lists the groups
     to run one copy of the workload in (none: one copy in the root group).
     """
+    trace_format = parse_trace_format(trace)
     duration_ns = None if duration is None else parse_duration(duration)
     if duration_ns == 0:
         raise ConfigError("duration 0: must be positive")
@@ -722,11 +741,13 @@ def build_config(
         "workload": spec,
         "seed": seed,
         "duration_ns": duration_ns,
-        "trace": bool(trace),
+        "trace": trace_format is not None,
         "sample_interval_ns": sample_ns,
         "tunables": settings.tunables,
         "cgroups": cgroup_specs,
     }
+    if trace_format not in (None, "ftrace"):
+        config["trace_format"] = trace_format
     if spec.get("custom") is not None:
         try:
             why = check_cgroup_refs(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from functools import cached_property
@@ -56,6 +57,9 @@ def cgroup_metric(name: str) -> tuple[str, str] | None:
     return (m.group("path"), m.group("field")) if m else None
 
 
+# The keys that hold a recorded trace (ftrace text; Perfetto protobuf in base64).
+TRACE_KEYS = ("trace", "trace_perfetto")
+
 # Fields that depend on the host's speed, not on the simulation.
 WALL_CLOCK_FIELDS = (("sim", "wall_s"), ("sim", "events_per_s"))
 
@@ -80,10 +84,11 @@ class RunResult:
         return self._data
 
     def to_json(self, include_trace: bool = True, indent: int | None = 2) -> str:
-        """The result as JSON text; `include_trace=False` leaves out the ftrace text."""
+        """The result as JSON text; `include_trace=False` leaves out the trace (`trace`, the
+        ftrace text, or `trace_perfetto`, the base64 protobuf)."""
         data = self._data
-        if not include_trace and "trace" in data:
-            data = {k: v for k, v in data.items() if k != "trace"}
+        if not include_trace:
+            data = {k: v for k, v in data.items() if k not in TRACE_KEYS}
         return json.dumps(data, indent=indent, ensure_ascii=False)
 
     def __getitem__(self, key: str) -> Any:
@@ -158,8 +163,15 @@ class RunResult:
 
     @property
     def trace_text(self) -> str | None:
-        """The ftrace text, when the run was traced."""
+        """The ftrace text, when the run was traced as ftrace."""
         return self._data.get("trace")
+
+    @cached_property
+    def trace_perfetto(self) -> bytes | None:
+        """The Perfetto `Trace` protobuf, when the run was traced with `trace="perfetto"`: write
+        it to a `.pftrace` file and open it in ui.perfetto.dev or trace_processor."""
+        encoded = self._data.get("trace_perfetto")
+        return None if encoded is None else base64.b64decode(encoded)
 
     @cached_property
     def events(self) -> pd.DataFrame:

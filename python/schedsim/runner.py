@@ -37,7 +37,7 @@ def run(
     sets: Iterable[str] | Mapping[str, Any] | None = None,
     seed: int = 1,
     duration: str | int | None = None,
-    trace: bool = False,
+    trace: bool | str = False,
     sample_interval: str | int | None = None,
     cgroups: Iterable[Mapping[str, Any] | str] | Mapping[str, Mapping[str, Any]] | None = None,
     run_in: Iterable[str] | None = None,
@@ -53,6 +53,8 @@ def run(
     `cgroups` defines cgroup v2 groups in the cgroup files' syntax
     (`[{"path": "cg1", "max": "50000 100000"}]`, or `["cg1:max=50000/100000"]`) and `run_in`
     lists the groups that each get one copy of the workload (docs/cgroups.md).
+    `trace=True` records an ftrace text trace (`r.trace_text`, `r.events`), `trace="perfetto"`
+    a Perfetto protobuf trace (`r.trace_perfetto`, bytes for `ui.perfetto.dev`).
     """
     config = build_config(
         machine,

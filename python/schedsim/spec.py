@@ -578,6 +578,7 @@ class SimConfig(_Strict):
     seed: NonNegativeInt = 1
     duration_ns: NonNegativeInt | None = None
     trace: bool = False
+    trace_format: Literal["ftrace", "perfetto"] = "ftrace"
     sample_interval_ns: NonNegativeInt = 0
     tunables: dict[str, Any] = {}
     cgroups: list[CgroupSpec] = []
@@ -592,7 +593,8 @@ class SimConfig(_Strict):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON-ready dict handed to `_core.run`. Optional parts the core defaults are left
         out when unset (no custom programs; no cgroups, no workload cgroups, no task cgroup),
-        so a config without cgroups serialises, and hashes, as it did before they existed."""
+        so a config without cgroups serialises, and hashes, as it did before they existed; the
+        trace format likewise when it is the default ftrace."""
         data = self.model_dump(mode="json")
         workload = data["workload"]
         if workload["custom"] is None:
@@ -605,4 +607,6 @@ class SimConfig(_Strict):
             del workload["cgroups"]
         if not data["cgroups"]:
             del data["cgroups"]
+        if data["trace_format"] == "ftrace":
+            del data["trace_format"]
         return data

@@ -23,9 +23,13 @@ pub struct SimConfig {
     /// Stop the run at this simulated time (ns). Open-ended workloads need it.
     #[serde(default)]
     pub duration_ns: Option<u64>,
-    /// Record an ftrace text trace.
+    /// Record a trace.
     #[serde(default)]
     pub trace: bool,
+    /// The trace's form in the result: `ftrace` text (`trace`) or Perfetto protobuf
+    /// (`trace_perfetto`, base64).
+    #[serde(default)]
+    pub trace_format: TraceFormat,
     /// Keep per-interval turbostat samples every this many ns (0 = none).
     #[serde(default)]
     pub sample_interval_ns: u64,
@@ -35,6 +39,17 @@ pub struct SimConfig {
     /// cgroup v2 task groups below the root, parents before children.
     #[serde(default)]
     pub cgroups: Vec<CgroupSpec>,
+}
+
+/// The form of a recorded trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    /// tracefs text (spec/ecosystem.md §1.1).
+    #[default]
+    Ftrace,
+    /// Perfetto's `Trace` protobuf (spec/ecosystem.md §1.3).
+    Perfetto,
 }
 
 /// One cgroup v2 directory's cpu controller files (spec/kernel.md §7.1, §8.6).

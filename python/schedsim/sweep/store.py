@@ -123,7 +123,7 @@ class RunStore:
         record = flat_row(spec, result)
         for name, column in sample_columns(result).items():
             record[f"samples.{name}"] = column
-        stored = {k: v for k, v in result.items() if k not in ("trace", "tasks")}
+        stored = {k: v for k, v in result.items() if k not in ("trace", "trace_perfetto", "tasks")}
         record["result_json"] = json.dumps(stored, separators=(",", ":"))
         tasks = result.get("tasks")
         if tasks is not None:

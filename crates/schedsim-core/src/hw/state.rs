@@ -159,7 +159,11 @@ impl Sim {
         rq.last_state_change = self.now;
         if let Some(t) = rq.curr {
             let rate = rq.burst_rate;
-            if let Some(b) = self.tasks[t].burst.as_mut() {
+            let task = &mut self.tasks[t];
+            if let Some(b) = task.burst.as_mut() {
+                if !b.overhead {
+                    task.stats.user_ns += dt.min(b.duration_ns(rate).ceil() as u64);
+                }
                 b.advance(dt as f64, rate);
             }
         }

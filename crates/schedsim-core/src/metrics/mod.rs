@@ -6,6 +6,9 @@
 //! workload has one: `Model::measured_from_ns`). Counts (context switches, wakeups, migrations),
 //! the per-task table and the samples cover the whole run.
 
+use crate::config::TraceFormat;
+use crate::trace::ftrace::TraceBuf;
+use crate::trace::perfetto;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -215,6 +218,9 @@ struct RunResult<'a> {
     cgroups: BTreeMap<String, CpuStatOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<String>,
+    /// The Perfetto protobuf trace, base64 (standard alphabet, padded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_perfetto: Option<String>,
 }
 
 /// A group's `cpu.stat` (cgroup v2 names), plus its period timer's phase.
@@ -282,6 +288,41 @@ pub fn primary_windows(sim: &Sim, from: u64) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// The run's trace when it was recorded in `format`.
+fn trace_as(sim: &Sim, format: TraceFormat) -> Option<&TraceBuf> {
+    sim.trace
+        .as_ref()
+        .filter(|_| sim.cfg.trace_format == format)
+}
+
+fn perfetto_base64(sim: &Sim, trace: &TraceBuf) -> String {
+    use base64::Engine as _;
+    let (major, minor) = sim.prof.version;
+    let machine = match sim.cfg.machine.arch.as_str() {
+        "x86" => "x86_64",
+        "arm64" => "aarch64",
+        "power" => "ppc64le",
+        other => other,
+    };
+    let tasks: Vec<perfetto::TaskInfo> = sim
+        .tasks
+        .iter()
+        .map(|t| perfetto::TaskInfo {
+            pid: t.pid,
+            ppid: t.parent.map_or(0, |p| sim.tasks[p].pid),
+            comm: crate::trace::ftrace::sanitize_comm(&t.comm),
+        })
+        .collect();
+    let bytes = perfetto::encode(
+        trace,
+        sim.topo.nr_cpus(),
+        &format!("{major}.{minor}.0"),
+        machine,
+        &tasks,
+    );
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// Serialise the finished run. `wall_s` is the host time the run took (reported, never used by
 /// the model).
 pub fn result_json(sim: &Sim, wall_s: f64) -> String {
@@ -304,12 +345,20 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     } else {
         0.0
     };
-    let perf_per_watt = if avg_w <= 0.0 || primary_value <= 0.0 {
-        0.0
+    // undefined (null) without power, for a negative rate-like value (an rt-app slack) and
+    // for a time of zero
+    let perf_per_watt = if avg_w.is_nan() || avg_w <= 0.0 {
+        crate::workload::NO_DATA
     } else if m.higher_is_better {
-        primary_value / avg_w
-    } else {
+        if primary_value >= 0.0 {
+            primary_value / avg_w
+        } else {
+            crate::workload::NO_DATA
+        }
+    } else if primary_value > 0.0 {
         1.0 / (primary_value * avg_w)
+    } else {
+        crate::workload::NO_DATA
     };
     let ts = turbostat_from_counters(&base.counters, &sim.counters, sim.cfg.machine.tsc_khz);
     let n = sim.topo.nr_cpus();
@@ -487,7 +536,8 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
         tasks,
         samples,
         cgroups: cpu_stats(sim),
-        trace: sim.trace.as_ref().map(|t| t.to_text(n)),
+        trace: trace_as(sim, TraceFormat::Ftrace).map(|t| t.to_text(n)),
+        trace_perfetto: trace_as(sim, TraceFormat::Perfetto).map(|t| perfetto_base64(sim, t)),
     };
     serde_json::to_string(&r).expect("results serialise")
 }

@@ -115,6 +115,9 @@ pub struct TaskStats {
     pub start_ns: Time,
     pub exit_ns: Option<Time>,
     pub cpu_ns: u64,
+    /// On-CPU time spent in the program's own work (`run`, `run_for`, `run_dist` bursts), not
+    /// in the kernel paths charged as overhead: the task's user time.
+    pub user_ns: u64,
     pub wait_ns: u64,
     pub sleep_ns: u64,
     pub iowait_ns: u64,

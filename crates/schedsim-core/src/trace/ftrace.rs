@@ -124,7 +124,8 @@ impl TraceBuf {
         });
     }
 
-    fn comm_in_payload(&self, t: &TaskRef, cpu: usize) -> String {
+    /// A task's comm as payloads print it (`swapper/N` for the idle task).
+    pub(crate) fn payload_comm(&self, t: &TaskRef, cpu: usize) -> String {
         if t.pid == 0 {
             format!("swapper/{cpu}")
         } else {
@@ -132,11 +133,17 @@ impl TraceBuf {
         }
     }
 
-    /// Format as tracefs text. Records are sorted by time (stable, so same-time records keep
-    /// their emission order).
-    pub fn to_text(&self, nr_cpus: usize) -> String {
+    /// The record indices sorted by time (stable, so same-time records keep their emission
+    /// order).
+    pub fn time_order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.records.len()).collect();
         order.sort_by_key(|&i| self.records[i].ts);
+        order
+    }
+
+    /// Format as tracefs text, in time order.
+    pub fn to_text(&self, nr_cpus: usize) -> String {
+        let order = self.time_order();
         let mut s = String::with_capacity(self.records.len() * 120 + 256);
         s.push_str("# tracer: nop\n#\n");
         let _ = writeln!(
@@ -172,11 +179,11 @@ impl TraceBuf {
                 let _ = writeln!(
                     s,
                     "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} next_pid={} next_prio={}",
-                    self.comm_in_payload(prev, cpu),
+                    self.payload_comm(prev, cpu),
                     prev.pid,
                     prev.prio,
                     prev_state,
-                    self.comm_in_payload(next, cpu),
+                    self.payload_comm(next, cpu),
                     next.pid,
                     next.prio
                 );

@@ -298,7 +298,19 @@ impl Model for Gitsource {
         let procs = sim.stats.forks as f64;
         let mut values = BTreeMap::new();
         values.insert("elapsed_s".into(), elapsed);
-        values.insert("scripts".into(), self.scripts as f64);
+        // the scripts make reaped: the exited tasks of the script templates (`t<blocks>`)
+        let is_script = |name: &str| {
+            name.strip_prefix('t')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let scripts = sim
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.stats.exit_ns.is_some() && is_script(&sim.compiled.programs[t.program].name)
+            })
+            .count();
+        values.insert("scripts".into(), scripts as f64);
         values.insert("processes".into(), procs);
         values.insert(
             "processes_per_s".into(),

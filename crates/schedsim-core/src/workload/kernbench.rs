@@ -377,32 +377,19 @@ pub(super) fn mark(name: &str) -> OpSpec {
     OpSpec::Mark { name: name.into() }
 }
 
-/// Program work, bracketed by the marks the user-time attribution reads.
+/// Program work (user time).
 pub(super) fn run(cycles: f64) -> OpSpec {
-    OpSpec::Loop {
-        count: 1,
-        body: vec![
-            mark("w0"),
-            OpSpec::Run {
-                cycles,
-                stall_ns: 0.0,
-            },
-            mark("w1"),
-        ],
+    OpSpec::Run {
+        cycles,
+        stall_ns: 0.0,
     }
 }
 
+/// Program work drawn from a distribution (user time).
 pub(super) fn run_dist(dist: &Dist) -> OpSpec {
-    OpSpec::Loop {
-        count: 1,
-        body: vec![
-            mark("w0"),
-            OpSpec::RunDist {
-                dist: dist.clone(),
-                stall_ns: 0.0,
-            },
-            mark("w1"),
-        ],
+    OpSpec::RunDist {
+        dist: dist.clone(),
+        stall_ns: 0.0,
     }
 }
 
@@ -426,29 +413,13 @@ pub(super) fn process(name: &str, comm: &str, work: OpSpec) -> TaskSpec {
 }
 
 /// User and system time as `/usr/bin/time` would split them: user = the on-CPU time of the
-/// program work (between each `w0`/`w1` mark pair of a task, capped by the task's CPU time),
-/// sys = the rest of the CPU time (the kernel paths the core charges: fork, exec, context
-/// switches, wakeups, migrations).
+/// program work (the on-CPU time of the tasks' own `run` bursts, whether or not they were
+/// preempted meanwhile; capped by each task's CPU time), sys = the rest of the CPU time (the
+/// kernel paths the core charges: fork, exec, context switches, wakeups, migrations).
 pub fn user_sys_s(sim: &Sim) -> (f64, f64) {
-    let id = |n: &str| sim.compiled.marks.iter().position(|m| m == n);
-    let (Some(w0), Some(w1)) = (id("w0"), id("w1")) else {
-        let total: u64 = sim.tasks.iter().map(|t| t.stats.cpu_ns).sum();
-        return (0.0, total as f64 * 1e-9);
-    };
-    let mut open: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut work = vec![0u64; sim.tasks.len()];
-    for &(t, task, m) in &sim.marks {
-        if m == w0 {
-            open.insert(task, t);
-        } else if m == w1 {
-            if let Some(s) = open.remove(&task) {
-                work[task] += t - s;
-            }
-        }
-    }
     let (mut user, mut total) = (0u64, 0u64);
-    for (i, t) in sim.tasks.iter().enumerate() {
-        user += work[i].min(t.stats.cpu_ns);
+    for t in &sim.tasks {
+        user += t.stats.user_ns.min(t.stats.cpu_ns);
         total += t.stats.cpu_ns;
     }
     (user as f64 * 1e-9, (total - user) as f64 * 1e-9)

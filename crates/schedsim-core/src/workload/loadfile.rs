@@ -361,10 +361,11 @@ pub fn loadfile_stats(samples_ms: &[f64], values: &mut BTreeMap<String, f64>) {
         return;
     }
     let mean = s.iter().sum::<f64>() / n as f64;
+    // Stat.pm::calc_stddev: no spread from one sample
     let sd = if n > 1 {
         (s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
     } else {
-        0.0
+        super::NO_DATA
     };
     values.insert("loadfile_ms_mean".into(), mean);
     values.insert("loadfile_ms_min".into(), s[0]);
