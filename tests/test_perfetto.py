@@ -12,7 +12,7 @@ from schedsim.errors import ConfigError
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 
-RUN = dict(kernel="6.12", duration="30ms")
+RUN = {"kernel": "6.12", "duration": "30ms"}
 WORKLOAD = "hackbench:groups=1,loops=5"  # wakeups, forks, exits, migrations, frequency, idle
 LINE = re.compile(r"^\s*(.+)-(\d+) \[(\d{3})\]\s+(\d+)\.(\d{6}): (\w+): (.*)$")
 
