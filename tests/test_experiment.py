@@ -3,13 +3,15 @@ allowed values (on the fake core's workload catalog)."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from schedsim import ConfigError, Experiment
-from schedsim.experiment import run_seed
+from schedsim.experiment import MetricDef, run_seed
+from schedsim.report import stats as st
 from schedsim.sweep.stride import Topology, stride_range
 
 BASE = textwrap.dedent(
@@ -435,3 +437,55 @@ def test_specpower_sweep_prints_the_ssj_score(real_core, tmp_path) -> None:
         assert score == pytest.approx(ssj / power)
     # the active-idle level does no work but its power counts
     assert "over the 3 load levels" in table.title
+
+
+def test_a_benchmark_without_metrics_takes_the_primary_its_run_reports(real_core, tmp_path):
+    """The catalogue's primary is the generator's usual one; schbench's old version reports
+    its wakeup latency p99 and an rt-app file without timers its run time (lower is better),
+    and the comparison is of what the runs report."""
+    rtapp = tmp_path / "no-timer.json"
+    rtapp.write_text('{"tasks": {"t": {"loop": 5, "run": 2000, "sleep": 3000}}}')
+    text = BASE.split("[[benchmark]]")[0] + textwrap.dedent(
+        f"""
+        [[benchmark]]
+        workload = "schbench"
+        params = {{ version = "old", workers = 2 }}
+        duration = "300ms"
+
+        [[benchmark]]
+        workload = "rt-app"
+        params = {{ path = "{rtapp}" }}
+        duration = "100ms"
+
+        [[benchmark]]
+        name = "schbench-current"
+        workload = "schbench"
+        params = {{ workers = 2 }}
+        duration = "300ms"
+        """
+    )
+    exp = load(tmp_path, text)
+    old, plain_rtapp, current = (b.metrics for b in exp.benchmarks)
+    assert old == (MetricDef("wakeup_latency_us_p99", False),)
+    assert plain_rtapp == (MetricDef("run_us_mean", False),)
+    assert current == (MetricDef("request_latency_us_p99", False),)
+
+
+def test_a_slack_is_averaged_arithmetically() -> None:
+    # higher is better, but negative when late: a harmonic mean would be undefined
+    slack = MetricDef("task.t.slack_us_mean", True)
+    assert slack.mean_kind == "amean"
+    assert MetricDef("tps", True).mean_kind == "hmean"
+    assert MetricDef("elapsed_s", False).mean_kind == "amean"
+    s = st.summarise([[-200.0], [100.0], [40.0]], True, kind=slack.mean_kind)
+    assert s.mean == pytest.approx(-20.0)
+    assert st.stat_name("_mean", True, kind=s.kind) == "Amean"
+    assert math.isnan(st.summarise([[-200.0], [100.0]], True).mean)  # Hmean: undefined
+    # a late slack that got less late is better: positive %, ratio above 1
+    assert st.signed_pdiff(-2008.4, -2072.8) == pytest.approx(64.4 * 100 / 2072.8)
+    assert st.signed_rdiff(-2008.4, -2072.8) == pytest.approx(1 + 64.4 / 2072.8)
+    assert st.signed_rdiff(-2100.0, -2000.0) == pytest.approx(0.95)
+    # with a positive baseline they are MMTests' pdiff and ratio
+    assert st.signed_pdiff(110.0, 100.0) == pytest.approx(st.pdiff(110.0, 100.0))
+    assert st.signed_rdiff(110.0, 100.0) == pytest.approx(st.rdiff(110.0, 100.0))
+    assert s.signed and not st.summarise([[1.0], [2.0]], True).signed

@@ -5,8 +5,9 @@ def run(config_json: str) -> str:
 
     Raises ValueError with a clear message on a bad config."""
 
-def check(config_json: str) -> None:
-    """Check the JSON of SimConfig as the core does before a run, without running it.
+def check(config_json: str) -> str:
+    """Check the JSON of SimConfig as the core does before a run, without running it; return
+    the configured workload's primary metric as JSON: {"primary": {"name", "higher_is_better"}}.
 
     Raises ValueError with the core's message on a bad config."""
 

@@ -215,11 +215,12 @@ def turbostat_samples(result: dict[str, Any], key: str) -> list[float]:
 
 
 def perf_per_watt(mean: float, watts: float, higher_is_better: bool) -> float:
-    """DESIGN: throughput / package W for rates; 1 / (time × package W) for times."""
+    """DESIGN: throughput / package W for rates; 1 / (time × package W) for times. NaN where
+    undefined: no power, a negative higher-is-better value (a late rt-app slack), a time of 0."""
     if not watts > 0 or math.isnan(mean):
         return math.nan
     if higher_is_better:
-        return mean / watts
+        return mean / watts if mean >= 0 else math.nan
     return 1.0 / (mean * watts) if mean > 0 else math.nan
 
 
@@ -350,6 +351,7 @@ class ExperimentResult:
                                 metric.higher_is_better,
                                 bdef.summarise,
                                 rng=bootstrap_rng(exp.seed, m, bdef.name, metric.name, c, op),
+                                kind=metric.mean_kind,
                             )
                             for op in ops
                         }
@@ -448,8 +450,9 @@ class ExperimentResult:
                     )
                 )
                 metric = bdef.metrics[0]
+                mean_name = "Hmean" if metric.mean_kind == "hmean" else "Amean"
                 formula = (
-                    f"Hmean {metric.name} / Amean PkgWatt"
+                    f"{mean_name} {metric.name} / Amean PkgWatt"
                     if metric.higher_is_better
                     else f"1 / (Amean {metric.name} x Amean PkgWatt)"
                 )

@@ -15,6 +15,7 @@ the compiled core checks them as it would before a run (docs/compare.md).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import re
@@ -52,7 +53,8 @@ from .config import (
 )
 from .errors import ConfigError
 from .machines import Machine, list_machines, load_machine
-from .native import check_config, model_fingerprint
+from .native import check_config, core_check, model_fingerprint
+from .report import stats as st
 from .report.stats import SUMMARY_TYPES
 from .results import cgroup_metric
 from .sweep.stride import PATTERNS, Topology, stride_range
@@ -77,6 +79,10 @@ MMTESTS_SUMMARY = {
 MMTESTS_SUMMARY_LEGACY = {"dbench": "Normalisedops", "tbench": "Normalisedops"}
 
 _PLACEHOLDER = re.compile(r"<[A-Z]+>")
+
+# Higher-is-better metrics that may be zero or negative, summarised with Amean (an Hmean of
+# them is undefined): the workloads' mean slack.
+SIGNED_METRICS = frozenset({"slack_us_mean"})
 
 
 def _reported_pattern(metric: str, reported: list[str]) -> str | None:
@@ -302,6 +308,15 @@ class ConfigDef:
 class MetricDef:
     name: str
     higher_is_better: bool
+
+    @property
+    def signed(self) -> bool:
+        """A slack (rt-app's, periodic's, and their per-task forms) is negative when late."""
+        return self.name.rsplit(".", 1)[-1] in SIGNED_METRICS
+
+    @property
+    def mean_kind(self) -> st.MeanKind:
+        return st.mean_kind(self.higher_is_better, self.signed)
 
 
 @dataclass(frozen=True)
@@ -857,40 +872,20 @@ class Experiment:
             raise self._fail(
                 "experiment.sample_interval", f"'{exp.sample_interval}': expected {DURATION_FORMS}"
             ) from None
+        first_checks = self._adopt_core_primaries(sample_ns)
         specs: list[RunSpec] = []
         for mi, mdef in enumerate(self.machines):
             for ci, cdef in enumerate(self.configs):
-                machine = self._machine_for(mi, ci)
                 for bi, bdef in enumerate(self.benchmarks):
-                    cgroups = self._cgroups_for(ci, bi)
                     for vi, value in enumerate(bdef.values(mdef.name)):
-                        params = dict(bdef.params)
-                        if bdef.param is not None:
-                            params[bdef.param] = value
-                        try:
-                            base = build_config(
-                                machine,
-                                {"name": bdef.workload, "params": params},
-                                kernel=cdef.entry.kernel,
-                                driver=cdef.entry.driver,
-                                governor=cdef.entry.governor,
-                                invariance=cdef.entry.invariance,
-                                sets=cdef.sets,
-                                seed=0,
-                                duration=bdef.duration_ns,
-                                sample_interval=sample_ns,
-                                cgroups=cgroups,
-                                run_in=bdef.run_in,
-                            )
-                        except ConfigError as err:
-                            raise self._fail(
-                                f"{self._where('config', ci)} × {self._where('benchmark', bi)}",
-                                str(err),
-                            ) from None
+                        base = self._base_config(mi, ci, bi, value, sample_ns)
                         # the core's own checks, without running: every config at each
                         # benchmark's first point, every point with the first config (the
                         # repeats differ only in their seed)
-                        problem = check_config(base) if vi == 0 or ci == 0 else None
+                        if (mi, ci, vi) == (0, 0, 0) and bi in first_checks:
+                            problem = first_checks[bi]
+                        else:
+                            problem = check_config(base) if vi == 0 or ci == 0 else None
                         if problem is not None:
                             raise self._fail(
                                 f"{self._where('config', ci)} × {self._where('benchmark', bi)}"
@@ -926,6 +921,56 @@ class Experiment:
                                 )
                             )
         return specs
+
+    def _base_config(self, mi: int, ci: int, bi: int, value: Any, sample_ns: int) -> dict[str, Any]:
+        """The SimConfig of one point (seed 0; each repeat sets its own)."""
+        cdef, bdef = self.configs[ci], self.benchmarks[bi]
+        cgroups = self._cgroups_for(ci, bi)  # its own errors name the benchmark's key
+        params = dict(bdef.params)
+        if bdef.param is not None:
+            params[bdef.param] = value
+        try:
+            return build_config(
+                self._machine_for(mi, ci),
+                {"name": bdef.workload, "params": params},
+                kernel=cdef.entry.kernel,
+                driver=cdef.entry.driver,
+                governor=cdef.entry.governor,
+                invariance=cdef.entry.invariance,
+                sets=cdef.sets,
+                seed=0,
+                duration=bdef.duration_ns,
+                sample_interval=sample_ns,
+                cgroups=cgroups,
+                run_in=bdef.run_in,
+            )
+        except ConfigError as err:
+            raise self._fail(
+                f"{self._where('config', ci)} × {self._where('benchmark', bi)}", str(err)
+            ) from None
+
+    def _adopt_core_primaries(self, sample_ns: int) -> dict[int, str | None]:
+        """A benchmark that lists no metrics is judged by its workload's primary metric. The
+        catalogue names the generator's usual one; the configured workload may report another
+        (schbench's `version = "old"`, an rt-app file without timers), so the core is asked,
+        with the first machine, config and point. Returns the core's objection (or None) to
+        each benchmark's config checked here, so that the plan does not check it twice."""
+        checked: dict[int, str | None] = {}
+        if not self.machines or not self.configs:
+            return checked
+        for bi, bdef in enumerate(self.benchmarks):
+            values = bdef.values(self.machines[0].name)
+            if bdef.entry.metrics is not None or not values:
+                continue
+            problem, out = core_check(self._base_config(0, 0, bi, values[0], sample_ns))
+            checked[bi] = problem
+            primary = (out or {}).get("primary")
+            if problem is not None or not primary:
+                continue
+            metric = MetricDef(str(primary["name"]), bool(primary["higher_is_better"]))
+            if metric != bdef.metrics[0]:
+                self.benchmarks[bi] = dataclasses.replace(bdef, metrics=(metric,))
+        return checked
 
     # ---- accessors -------------------------------------------------------------------------
 

@@ -70,20 +70,27 @@ def model_fingerprint() -> str | None:
         return None
 
 
+def core_check(sim_config: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """(the core's objection, None) or (None, what the check returns: `{"primary": {"name",
+    "higher_is_better"}}`, the primary metric the configured workload will report); (None,
+    None) without the compiled extension."""
+    try:
+        fn = core_function("check")
+    except CoreUnavailableError:
+        return None, None
+    try:
+        out = fn(config_json(sim_config))
+    except ValueError as err:  # ConfigError from config_json too
+        return str(err), None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # a panic in the core (pyo3's PanicException)
+        return f"the core failed while checking the configuration: {err}", None
+    return None, json.loads(out) if isinstance(out, str) else None
+
+
 def check_config(sim_config: dict[str, Any]) -> str | None:
     """The core's objection to a SimConfig (what it checks before a run: kernel features,
     tunables, cpufreq, cgroups, workload parameters), None if it has none. Without the compiled
     extension nothing is checked here and the run reports it."""
-    try:
-        fn = core_function("check")
-    except CoreUnavailableError:
-        return None
-    try:
-        fn(config_json(sim_config))
-    except ValueError as err:  # ConfigError from config_json too
-        return str(err)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as err:  # a panic in the core (pyo3's PanicException)
-        return f"the core failed while checking the configuration: {err}"
-    return None
+    return core_check(sim_config)[0]

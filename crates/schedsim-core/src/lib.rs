@@ -33,11 +33,18 @@ pub fn run_json(config_json: &str) -> Result<String, String> {
 
 /// Check a run configuration without running it: everything the core checks when it builds
 /// a simulation (machine, kernel profile and features, tunables, cpufreq, cgroups, workload
-/// parameters).
-pub fn check_json(config_json: &str) -> Result<(), String> {
+/// parameters). Returns, as JSON, the headline metric the configured workload will report
+/// (`{"primary": {"name", "higher_is_better"}}`): it can depend on the parameters (schbench's
+/// `version`, whether an rt-app file has timers).
+pub fn check_json(config_json: &str) -> Result<String, String> {
     let cfg: SimConfig =
         serde_json::from_str(config_json).map_err(|e| format!("invalid run configuration: {e}"))?;
-    Sim::new(cfg).map(|_| ())
+    let sim = Sim::new(cfg)?;
+    let m = sim.workload.metrics(&sim);
+    let out = serde_json::json!({
+        "primary": {"name": m.primary, "higher_is_better": m.higher_is_better},
+    });
+    Ok(out.to_string())
 }
 
 /// Run one simulation.

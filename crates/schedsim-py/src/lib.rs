@@ -11,9 +11,10 @@ fn run(py: Python<'_>, config_json: String) -> PyResult<String> {
         .map_err(PyValueError::new_err)
 }
 
-/// Check a JSON configuration as the core does before a run, without running it.
+/// Check a JSON configuration as the core does before a run, without running it; returns the
+/// configured workload's primary metric as JSON.
 #[pyfunction]
-fn check(py: Python<'_>, config_json: String) -> PyResult<()> {
+fn check(py: Python<'_>, config_json: String) -> PyResult<String> {
     py.detach(|| schedsim_core::check_json(&config_json))
         .map_err(PyValueError::new_err)
 }

@@ -186,7 +186,7 @@ def stats_table(
     for index, stat in enumerate(first.stats):
         for op in ops:
             base = summaries[base_name][op]
-            label = st.stat_name(stat, base.higher_is_better, labels)
+            label = st.stat_name(stat, base.higher_is_better, labels, base.kind)
             values: list[float] = []
             compare: list[float] = []
             for config in configs:
@@ -197,7 +197,9 @@ def stats_table(
                 else:
                     values.append(value)
                     compare.append(
-                        st.compare(stat, base.higher_is_better, value, base.values[index])
+                        st.compare(
+                            stat, base.higher_is_better, value, base.values[index], base.signed
+                        )
                     )
             significant = None
             if st.is_mark_row(rule, base, index, label):
@@ -241,7 +243,7 @@ def ratio_table(
             new = summaries[config][op]
             a, b = new.ratio_value, base.ratio_value
             if not math.isnan(a) and not math.isnan(b):
-                ratio = st.rdiff(a, b)
+                ratio = st.signed_rdiff(a, b) if base.signed else st.rdiff(a, b)
                 cmp = st.pdiff(ratio, 1.0) if higher else st.pndiff(ratio, 1.0)
                 norm = 0.0
                 if new.ci is not None and base.ci is not None:

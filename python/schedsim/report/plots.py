@@ -108,7 +108,7 @@ def plot_benchmark(
         }
         fig, (ax,) = _figure()
         errorbars(ax, data)
-        mean_name = "Hmean" if metric.higher_is_better else "Amean"
+        mean_name = "Hmean" if metric.mean_kind == "hmean" else "Amean"
         better = "higher" if metric.higher_is_better else "lower"
         ax.set_ylabel(f"{metric.name} ({mean_name}, {better} is better)")
         ax.set_title(f"{bdef.name} {metric.name} on {machine}: mean ± stddev")

@@ -198,6 +198,26 @@ def pdiff(new: float, base: float) -> float:
     return new * 100.0 / base - 100.0
 
 
+def signed_pdiff(new: float, base: float) -> float:
+    """(new − base)·100/|base|: `pdiff` for a signed statistic (a slack), whose baseline may be
+    negative; positive is better, as for `pdiff` of a positive baseline."""
+    if new == base:
+        return 0.0
+    if base == 0 or math.isnan(base):
+        return 100.0
+    return (new - base) * 100.0 / abs(base)
+
+
+def signed_rdiff(new: float, base: float) -> float:
+    """1 + (new − base)/|base|: the ratio new/base for a positive baseline, and the same
+    "above 1 is better" reading for a negative one (a late slack that got less late)."""
+    if base == 0 or math.isnan(base):
+        return 0.0
+    if math.isnan(new):
+        return 1.0
+    return 1.0 + (new - base) / abs(base)
+
+
 def pndiff(new: float, base: float) -> float:
     """100 − new·100/base, for lower-is-better statistics (and always for Stddev, CoeffVar,
     SubAmeanCI): equal → 0; new = 0 → 100; base = 0 → −99."""
@@ -242,9 +262,13 @@ def compare_function(stat: str, higher_is_better: bool) -> str:
     return "pdiff" if higher_is_better else "pndiff"
 
 
-def compare(stat: str, higher_is_better: bool, new: float, base: float) -> float:
+def compare(
+    stat: str, higher_is_better: bool, new: float, base: float, signed: bool = False
+) -> float:
     fn = compare_function(stat, higher_is_better)
-    return pdiff(new, base) if fn == "pdiff" else pndiff(new, base)
+    if fn == "pdiff":
+        return signed_pdiff(new, base) if signed else pdiff(new, base)
+    return pndiff(new, base)
 
 
 # ---- distributions -------------------------------------------------------------------------
@@ -370,9 +394,18 @@ def submean_ci(
 # ---- summaries -----------------------------------------------------------------------------
 
 
-def stat_name(stat: str, higher_is_better: bool, labels: Labels = "current") -> str:
+def mean_kind(higher_is_better: bool, signed: bool = False) -> MeanKind:
+    """Summarise.pm's mean: Hmean when higher is better (rates), Amean otherwise. A metric that
+    can be zero or negative (an rt-app slack) takes Amean either way: the harmonic mean of such
+    values is undefined."""
+    return "hmean" if higher_is_better and not signed else "amean"
+
+
+def stat_name(
+    stat: str, higher_is_better: bool, labels: Labels = "current", kind: MeanKind | None = None
+) -> str:
     """The printed name of a statistic (Summarise.pm::getStatName, Stat.pm stat_names)."""
-    kind = "hmean" if higher_is_better else "amean"
+    kind = kind or mean_kind(higher_is_better)
     key = stat.replace("_mean", kind)
     if key in _NAMES:
         return _NAMES[key]
@@ -392,6 +425,7 @@ class Summary:
 
     summary_type: str
     higher_is_better: bool
+    kind: MeanKind  # which mean `_mean` is
     stats: tuple[str, ...]
     values: tuple[float, ...]
     n: int  # pooled sample count
@@ -399,6 +433,11 @@ class Summary:
     sd: float  # its Stddev/HStddev (NaN for n ≤ 1)
     ratio_value: float  # _RatioSummaryStat[0]: the mean, or SubAmean for Subselection
     ci: tuple[float, float] | None  # confidence interval of ratio_value, None when undefined
+
+    @property
+    def signed(self) -> bool:
+        """A higher-is-better metric averaged arithmetically: a slack, which may be negative."""
+        return self.higher_is_better and self.kind == "amean"
 
     @property
     def main_index(self) -> int:
@@ -414,14 +453,16 @@ def summarise(
     higher_is_better: bool,
     summary_type: str = "Multiops",
     rng: np.random.Generator | None = None,
+    kind: MeanKind | None = None,
 ) -> Summary:
     """Summarise one op: `iterations` holds each iteration's samples; they are pooled and sorted
-    best-first, then every statistic of the summary type is computed as Summarise.pm does."""
+    best-first, then every statistic of the summary type is computed as Summarise.pm does.
+    `kind` overrides the mean (`mean_kind`)."""
     if summary_type not in SUMMARY_STATS:
         raise ValueError(
             f"unknown summary type '{summary_type}'; allowed: {', '.join(SUMMARY_STATS)}"
         )
-    kind: MeanKind = "hmean" if higher_is_better else "amean"
+    kind = kind or mean_kind(higher_is_better)
     pooled = [float(x) for it in iterations for x in it]
     best = best_first(pooled, higher_is_better)
     n = len(best)
@@ -469,6 +510,7 @@ def summarise(
     return Summary(
         summary_type=summary_type,
         higher_is_better=higher_is_better,
+        kind=kind,
         stats=stats,
         values=values,
         n=n,

@@ -153,17 +153,21 @@ pub fn encode(
     });
     let order = buf.time_order();
     for chunk in order.chunks(CHUNK) {
-        for cpu in 0..nr_cpus {
-            let mut bundle = Msg::default();
-            bundle.uint(field::BUNDLE_CPU, cpu as u64);
-            let mut any = false;
-            for &i in chunk.iter().filter(|&&i| buf.records[i].cpu == cpu) {
-                bundle.msg(field::BUNDLE_EVENT, &event(buf, &buf.records[i]));
-                any = true;
+        // (bundle, events in it) per CPU
+        let mut bundles: Vec<(Msg, usize)> = (0..nr_cpus).map(|_| (Msg::default(), 0)).collect();
+        for &i in chunk {
+            let r = &buf.records[i];
+            let (bundle, n) = &mut bundles[r.cpu];
+            if *n == 0 {
+                bundle.uint(field::BUNDLE_CPU, r.cpu as u64);
             }
-            if any {
+            bundle.msg(field::BUNDLE_EVENT, &event(buf, r));
+            *n += 1;
+        }
+        for (bundle, n) in &bundles {
+            if *n > 0 {
                 packet(&mut trace, |p| {
-                    p.msg(field::PACKET_FTRACE_EVENTS, &bundle);
+                    p.msg(field::PACKET_FTRACE_EVENTS, bundle);
                 });
             }
         }
