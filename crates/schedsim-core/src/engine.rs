@@ -489,7 +489,7 @@ impl Sim {
         let samples_from = sim.workload.samples_from_ns().max(from);
         if let Some(end) = sim
             .end_time
-            .filter(|&end| samples_from > 0 && samples_from >= end)
+            .filter(|&end| samples_from > 0 && samples_from >= end && !sim.workload.warmup_fixed())
         {
             return Err(format!(
                 "workload '{}': its warm-up ({} s) is not shorter than the run ({} s), so nothing \

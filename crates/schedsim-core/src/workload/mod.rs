@@ -76,6 +76,12 @@ pub trait Model: std::fmt::Debug {
     fn samples_from_ns(&self) -> u64 {
         self.measured_from_ns()
     }
+    /// The warm-up is the tool's own threshold, not a parameter the user chose (sqlite-insert's
+    /// 2 s): a run that ends first is measured whole, as the tool's statistics then are,
+    /// instead of being refused.
+    fn warmup_fixed(&self) -> bool {
+        false
+    }
     /// The primary metric over the part `(t0, t1]` of the measured interval, for the
     /// convergence check of a run (`primary_windows` in the result): a rate or a mean of
     /// per-operation times that a window of the run estimates on its own. None for fixed-work
@@ -370,6 +376,14 @@ impl Workload {
         match self {
             Workload::Model(m) => m.samples_from_ns(),
             Workload::Custom(_) => 0,
+        }
+    }
+
+    /// See [`Model::warmup_fixed`].
+    pub fn warmup_fixed(&self) -> bool {
+        match self {
+            Workload::Model(m) => m.warmup_fixed(),
+            Workload::Custom(_) => false,
         }
     }
 

@@ -157,6 +157,10 @@ impl Model for SqliteInsert {
         WARMUP_NS
     }
 
+    fn warmup_fixed(&self) -> bool {
+        true
+    }
+
     fn build(&self) -> Result<CustomWorkload, String> {
         let (full, rest) = self.chunks();
         let line = self.c["perl_line_cycles"];
