@@ -176,7 +176,8 @@ def run(
         str,
         typer.Option(
             "--trace-format",
-            help="Trace file format: ftrace (tracefs text) or perfetto (protobuf, .pftrace).",
+            help="Trace file format: ftrace (tracefs text), perfetto (protobuf, .pftrace) or "
+            "chrome (Trace Event Format JSON).",
         ),
     ] = "ftrace",
 ) -> None:
@@ -204,7 +205,10 @@ def run(
         raise ConfigError(f"--trace {trace}: {why}; give a file in an existing directory")
     result = run_config(config)
     if trace is not None:
-        data = result.trace_perfetto if trace_format == "perfetto" else result.trace_text
+        data = {
+            "perfetto": result.trace_perfetto,
+            "chrome": result.trace_chrome,
+        }.get(trace_format, result.trace_text)
         if data is None:
             raise RuntimeError("the core returned no trace although one was requested")
         try:

@@ -659,7 +659,7 @@ def check_run_in(run_in: Iterable[str] | None, cgroups: list[dict[str, Any]]) ->
 _U64_MAX = 2**64 - 1
 
 
-TRACE_FORMATS = ("ftrace", "perfetto")
+TRACE_FORMATS = ("ftrace", "perfetto", "chrome")
 
 
 def parse_trace_format(trace: bool | str | None) -> str | None:
@@ -695,8 +695,8 @@ def build_config(
     `machine` is a preset name, a path to a preset TOML or a loaded Machine; `workload` the
     workload string (`periodic:tasks=4`) or a WorkloadSpec mapping (`{"name": "custom", ...}`);
     `sets` the `--set key=value` pairs; `duration`/`sample_interval` like `500ms` or ns.
-    `trace`: record a trace, as ftrace text (`True` or `"ftrace"`) or Perfetto protobuf
-    (`"perfetto"`).
+    `trace`: record a trace, as ftrace text (`True` or `"ftrace"`), Perfetto protobuf
+    (`"perfetto"`) or Chrome JSON (`"chrome"`).
     `cgroups` defines cgroup v2 groups in the files' syntax (`parse_cgroups`:
     `[{"path": "cg1", "max": "50000 100000", "weight": 200}]`) and `run_in` lists the groups
     to run one copy of the workload in (none: one copy in the root group).

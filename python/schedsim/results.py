@@ -57,8 +57,8 @@ def cgroup_metric(name: str) -> tuple[str, str] | None:
     return (m.group("path"), m.group("field")) if m else None
 
 
-# The keys that hold a recorded trace (ftrace text; Perfetto protobuf in base64).
-TRACE_KEYS = ("trace", "trace_perfetto")
+# The keys that hold a recorded trace (ftrace text; Perfetto protobuf in base64; Chrome JSON).
+TRACE_KEYS = ("trace", "trace_perfetto", "trace_chrome")
 
 # Fields that depend on the host's speed, not on the simulation.
 WALL_CLOCK_FIELDS = (("sim", "wall_s"), ("sim", "events_per_s"))
@@ -85,7 +85,7 @@ class RunResult:
 
     def to_json(self, include_trace: bool = True, indent: int | None = 2) -> str:
         """The result as JSON text; `include_trace=False` leaves out the trace (`trace`, the
-        ftrace text, or `trace_perfetto`, the base64 protobuf)."""
+        ftrace text, `trace_perfetto`, the base64 protobuf, or `trace_chrome`)."""
         data = self._data
         if not include_trace:
             data = {k: v for k, v in data.items() if k not in TRACE_KEYS}
@@ -172,6 +172,12 @@ class RunResult:
         it to a `.pftrace` file and open it in ui.perfetto.dev or trace_processor."""
         encoded = self._data.get("trace_perfetto")
         return None if encoded is None else base64.b64decode(encoded)
+
+    @property
+    def trace_chrome(self) -> str | None:
+        """The Chrome JSON trace (Trace Event Format), when the run was traced with
+        `trace="chrome"`: for chrome://tracing or ui.perfetto.dev."""
+        return self._data.get("trace_chrome")
 
     @cached_property
     def events(self) -> pd.DataFrame:

@@ -54,7 +54,8 @@ def run(
     (`[{"path": "cg1", "max": "50000 100000"}]`, or `["cg1:max=50000/100000"]`) and `run_in`
     lists the groups that each get one copy of the workload (docs/cgroups.md).
     `trace=True` records an ftrace text trace (`r.trace_text`, `r.events`), `trace="perfetto"`
-    a Perfetto protobuf trace (`r.trace_perfetto`, bytes for `ui.perfetto.dev`).
+    a Perfetto protobuf trace (`r.trace_perfetto`, bytes for `ui.perfetto.dev`),
+    `trace="chrome"` a Chrome JSON trace (`r.trace_chrome`).
     """
     config = build_config(
         machine,

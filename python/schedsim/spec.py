@@ -578,7 +578,7 @@ class SimConfig(_Strict):
     seed: NonNegativeInt = 1
     duration_ns: NonNegativeInt | None = None
     trace: bool = False
-    trace_format: Literal["ftrace", "perfetto"] = "ftrace"
+    trace_format: Literal["ftrace", "perfetto", "chrome"] = "ftrace"
     sample_interval_ns: NonNegativeInt = 0
     tunables: dict[str, Any] = {}
     cgroups: list[CgroupSpec] = []

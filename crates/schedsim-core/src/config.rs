@@ -26,8 +26,8 @@ pub struct SimConfig {
     /// Record a trace.
     #[serde(default)]
     pub trace: bool,
-    /// The trace's form in the result: `ftrace` text (`trace`) or Perfetto protobuf
-    /// (`trace_perfetto`, base64).
+    /// The trace's form in the result: `ftrace` text (`trace`), Perfetto protobuf
+    /// (`trace_perfetto`, base64) or Chrome JSON (`trace_chrome`).
     #[serde(default)]
     pub trace_format: TraceFormat,
     /// Keep per-interval turbostat samples every this many ns (0 = none).
@@ -50,6 +50,8 @@ pub enum TraceFormat {
     Ftrace,
     /// Perfetto's `Trace` protobuf (spec/ecosystem.md §1.3).
     Perfetto,
+    /// The Trace Event Format's JSON object (spec/ecosystem.md §1.2).
+    Chrome,
 }
 
 /// One cgroup v2 directory's cpu controller files (spec/kernel.md §7.1, §8.6).

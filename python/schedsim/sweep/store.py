@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..results import TRACE_KEYS
+
 if TYPE_CHECKING:
     from ..experiment import RunSpec
 
@@ -123,7 +125,7 @@ class RunStore:
         record = flat_row(spec, result)
         for name, column in sample_columns(result).items():
             record[f"samples.{name}"] = column
-        stored = {k: v for k, v in result.items() if k not in ("trace", "trace_perfetto", "tasks")}
+        stored = {k: v for k, v in result.items() if k not in (*TRACE_KEYS, "tasks")}
         record["result_json"] = json.dumps(stored, separators=(",", ":"))
         tasks = result.get("tasks")
         if tasks is not None:

@@ -221,6 +221,9 @@ struct RunResult<'a> {
     /// The Perfetto protobuf trace, base64 (standard alphabet, padded).
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_perfetto: Option<String>,
+    /// The Chrome JSON trace, as JSON text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_chrome: Option<String>,
 }
 
 /// A group's `cpu.stat` (cgroup v2 names), plus its period timer's phase.
@@ -297,29 +300,24 @@ fn trace_as(sim: &Sim, format: TraceFormat) -> Option<&TraceBuf> {
 
 fn perfetto_base64(sim: &Sim, trace: &TraceBuf) -> String {
     use base64::Engine as _;
-    let (major, minor) = sim.prof.version;
     let machine = match sim.cfg.machine.arch.as_str() {
         "x86" => "x86_64",
         "arm64" => "aarch64",
         "power" => "ppc64le",
         other => other,
     };
+    // the tasks that exist from the start; `task_newtask` introduces the forked ones
     let tasks: Vec<perfetto::TaskInfo> = sim
         .tasks
         .iter()
+        .filter(|t| t.parent.is_none())
         .map(|t| perfetto::TaskInfo {
             pid: t.pid,
             ppid: t.parent.map_or(0, |p| sim.tasks[p].pid),
             comm: crate::trace::ftrace::sanitize_comm(&t.comm),
         })
         .collect();
-    let bytes = perfetto::encode(
-        trace,
-        sim.topo.nr_cpus(),
-        &format!("{major}.{minor}.0"),
-        machine,
-        &tasks,
-    );
+    let bytes = perfetto::encode(trace, sim.topo.nr_cpus(), sim.prof.version, machine, &tasks);
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -538,6 +536,15 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
         cgroups: cpu_stats(sim),
         trace: trace_as(sim, TraceFormat::Ftrace).map(|t| t.to_text(n)),
         trace_perfetto: trace_as(sim, TraceFormat::Perfetto).map(|t| perfetto_base64(sim, t)),
+        trace_chrome: trace_as(sim, TraceFormat::Chrome).map(|t| {
+            let idle_names: Vec<Vec<String>> = (0..n)
+                .map(|c| {
+                    let ct = sim.topo.cpus[c].core_type;
+                    sim.idle_states[ct].iter().map(|s| s.name.clone()).collect()
+                })
+                .collect();
+            crate::trace::chrome::encode(t, n, &idle_names, sim.now, t.to_text(n))
+        }),
     };
     serde_json::to_string(&r).expect("results serialise")
 }

@@ -4,14 +4,21 @@
 //! as for a real trace.
 //!
 //! A `Trace` is a stream of `TracePacket`s: one `system_info` (the kernel release, so that
-//! `prev_state` bits decode with the right layout), one `process_tree` naming every task, then
-//! the records as `FtraceEventBundle`s, one per CPU per chunk of the time-sorted records, each
-//! holding that CPU's events in time order. Timestamps are the simulation's nanoseconds.
+//! `prev_state` bits decode with the right layout), one `process_tree` naming the tasks that
+//! exist from the start, then the records as `FtraceEventBundle`s, one per CPU per chunk of the
+//! time-sorted records, each holding that CPU's events in time order.
 //!
-//! Simplified: every task is its own process (tgid = pid), named by its last comm; the events
-//! are those of the ftrace text (`sched_switch`, `sched_waking`, `sched_wakeup`,
+//! Timestamps are the simulation's nanoseconds, made unique: an event at the same instant as
+//! the one before it moves 1 ns later. Perfetto's sorter merges the per-CPU queues and breaks
+//! ties by CPU, which would put a wakeup on a higher CPU after the switch-in it caused.
+//!
+//! The events are those of the ftrace text (`sched_switch`, `sched_waking`, `sched_wakeup`,
 //! `sched_wakeup_new`, `sched_migrate_task`, `sched_process_fork`, `sched_process_exit`,
-//! `cpu_frequency`, `cpu_idle`).
+//! `cpu_frequency`, `cpu_idle`), plus what Perfetto's importer reads where the text has
+//! nothing it parses: `task_newtask` beside each fork (the child's runnable time and its
+//! process start) and `sched_process_free` beside each exit (the thread's end).
+//!
+//! Simplified: every task is its own process (tgid = pid); an `exec` does not rename it.
 
 use super::ftrace::{Payload, Record, TaskRef, TraceBuf};
 
@@ -48,8 +55,10 @@ mod field {
     pub const EVENT_SCHED_WAKEUP: u32 = 17;
     pub const EVENT_SCHED_WAKING: u32 = 20;
     pub const EVENT_SCHED_WAKEUP_NEW: u32 = 114;
+    pub const EVENT_TASK_NEWTASK: u32 = 235;
     pub const EVENT_SCHED_PROCESS_EXIT: u32 = 238;
     pub const EVENT_SCHED_PROCESS_FORK: u32 = 239;
+    pub const EVENT_SCHED_PROCESS_FREE: u32 = 240;
     pub const EVENT_SCHED_MIGRATE_TASK: u32 = 491;
 }
 
@@ -61,10 +70,20 @@ pub struct TaskInfo {
     pub comm: String,
 }
 
-/// The kernel's `prev_state` bits for a `sched_switch` state string (`TASK_REPORT` layout of
-/// v4.14 and later: S 0x1, D 0x2, T 0x4, t 0x8, X 0x10, Z 0x20, P 0x40, I 0x80, and
-/// `TASK_REPORT_MAX` 0x100 for a preempted task's `+`); `R` is 0.
-pub fn prev_state_bits(state: &str) -> i64 {
+/// The kernel's `prev_state` bits for a `sched_switch` state string, in the layout of the
+/// kernel `version` (as Perfetto decodes them, by the release in `system_info`): S 0x1, D 0x2,
+/// T 0x4, t 0x8, X 0x10, Z 0x20 always; from v4.14 (`TASK_REPORT`) P 0x40, I 0x80 and 0x100
+/// for a preempted task's `+`; before, P 0x200 and `+` at `TASK_STATE_MAX`: 0x1000 from v4.8,
+/// 0x800 before. `R` is 0.
+pub fn prev_state_bits(state: &str, version: (u32, u32)) -> i64 {
+    let report = version >= (4, 14);
+    let preempted = if report {
+        0x100
+    } else if version >= (4, 8) {
+        0x1000
+    } else {
+        0x800
+    };
     let mut bits = 0;
     for c in state.chars() {
         bits |= match c {
@@ -74,14 +93,18 @@ pub fn prev_state_bits(state: &str) -> i64 {
             't' => 0x8,
             'X' => 0x10,
             'Z' => 0x20,
-            'P' => 0x40,
-            'I' => 0x80,
-            '+' => 0x100,
+            'P' if report => 0x40,
+            'P' => 0x200,
+            'I' if report => 0x80,
+            '+' => preempted,
             _ => 0,
         };
     }
     bits
 }
+
+/// `clone_flags` of a forked process: `SIGCHLD`, no `CLONE_THREAD` (every task is a process).
+const FORK_CLONE_FLAGS: u64 = 0x11;
 
 /// A protobuf message under construction.
 #[derive(Default)]
@@ -127,19 +150,20 @@ impl Msg {
     }
 }
 
-/// Encode the trace. `release` is the kernel release `uname -r` would print, `machine` the
-/// architecture (`x86_64`, `aarch64`).
+/// Encode the trace of a run on kernel `version`. `machine` is the architecture (`x86_64`,
+/// `aarch64`); `tasks` are the tasks that exist from the start (the process tree).
 pub fn encode(
     buf: &TraceBuf,
     nr_cpus: usize,
-    release: &str,
+    version: (u32, u32),
     machine: &str,
     tasks: &[TaskInfo],
 ) -> Vec<u8> {
+    let release = format!("{}.{}.0", version.0, version.1);
     let mut trace = Msg::default();
     let mut uts = Msg::default();
     uts.string(field::UTS_SYSNAME, "Linux")
-        .string(field::UTS_RELEASE, release)
+        .string(field::UTS_RELEASE, &release)
         .string(field::UTS_MACHINE, machine);
     let mut info = Msg::default();
     info.msg(field::SYSTEM_INFO_UTSNAME, &uts)
@@ -152,6 +176,12 @@ pub fn encode(
         p.msg(field::PACKET_PROCESS_TREE, &tree);
     });
     let order = buf.time_order();
+    let mut last_ts: Option<u64> = None;
+    let mut unique_ts = |ts: u64| {
+        let t = last_ts.map_or(ts, |l| ts.max(l + 1));
+        last_ts = Some(t);
+        t
+    };
     for chunk in order.chunks(CHUNK) {
         // (bundle, events in it) per CPU
         let mut bundles: Vec<(Msg, usize)> = (0..nr_cpus).map(|_| (Msg::default(), 0)).collect();
@@ -161,7 +191,9 @@ pub fn encode(
             if *n == 0 {
                 bundle.uint(field::BUNDLE_CPU, r.cpu as u64);
             }
-            bundle.msg(field::BUNDLE_EVENT, &event(buf, r));
+            for e in events(buf, r, version) {
+                bundle.msg(field::BUNDLE_EVENT, &e.finish(unique_ts(r.ts), r.ctx.pid));
+            }
             *n += 1;
         }
         for (bundle, n) in &bundles {
@@ -200,85 +232,105 @@ fn process_tree(tasks: &[TaskInfo]) -> Msg {
     tree
 }
 
-/// One `FtraceEvent`: the common fields and the payload.
-fn event(buf: &TraceBuf, r: &Record) -> Msg {
-    let mut e = Msg::default();
-    e.uint(field::EVENT_TIMESTAMP, r.ts)
-        .uint(field::EVENT_PID, u64::from(r.ctx.pid));
+/// An `FtraceEvent`'s payload: (field, message); the common fields come last.
+struct Event(u32, Msg);
+
+impl Event {
+    fn finish(&self, ts: u64, pid: u32) -> Msg {
+        let mut e = Msg::default();
+        e.uint(field::EVENT_TIMESTAMP, ts)
+            .uint(field::EVENT_PID, u64::from(pid))
+            .msg(self.0, &self.1);
+        e
+    }
+}
+
+/// The `FtraceEvent`s of one record: its own, and the companions Perfetto reads.
+fn events(buf: &TraceBuf, r: &Record, version: (u32, u32)) -> Vec<Event> {
     let comm = |t: &TaskRef| buf.payload_comm(t, r.cpu);
-    match &r.payload {
+    let mut m = Msg::default();
+    let own = match &r.payload {
         Payload::Switch {
             prev,
             prev_state,
             next,
         } => {
-            let mut m = Msg::default();
             m.string(1, &comm(prev))
                 .int(2, i64::from(prev.pid))
                 .int(3, i64::from(prev.prio))
-                .int(4, prev_state_bits(prev_state))
+                .int(4, prev_state_bits(prev_state, version))
                 .string(5, &comm(next))
                 .int(6, i64::from(next.pid))
                 .int(7, i64::from(next.prio));
-            e.msg(field::EVENT_SCHED_SWITCH, &m);
+            field::EVENT_SCHED_SWITCH
         }
         Payload::Waking { p, target } => {
-            e.msg(field::EVENT_SCHED_WAKING, &wakeup(&comm(p), p, *target));
+            wakeup(&mut m, &comm(p), p, *target);
+            field::EVENT_SCHED_WAKING
         }
         Payload::Wakeup { p, target } => {
-            e.msg(field::EVENT_SCHED_WAKEUP, &wakeup(&comm(p), p, *target));
+            wakeup(&mut m, &comm(p), p, *target);
+            field::EVENT_SCHED_WAKEUP
         }
         Payload::WakeupNew { p, target } => {
-            e.msg(field::EVENT_SCHED_WAKEUP_NEW, &wakeup(&comm(p), p, *target));
+            wakeup(&mut m, &comm(p), p, *target);
+            field::EVENT_SCHED_WAKEUP_NEW
         }
         Payload::Migrate { p, orig, dest } => {
-            let mut m = Msg::default();
             m.string(1, &comm(p))
                 .int(2, i64::from(p.pid))
                 .int(3, i64::from(p.prio))
                 .int(4, *orig as i64)
                 .int(5, *dest as i64);
-            e.msg(field::EVENT_SCHED_MIGRATE_TASK, &m);
+            field::EVENT_SCHED_MIGRATE_TASK
         }
         Payload::Fork { parent, child } => {
-            let mut m = Msg::default();
             m.string(1, &comm(parent))
                 .int(2, i64::from(parent.pid))
                 .string(3, &comm(child))
                 .int(4, i64::from(child.pid));
-            e.msg(field::EVENT_SCHED_PROCESS_FORK, &m);
+            let mut new = Msg::default();
+            new.int(1, i64::from(child.pid))
+                .string(2, &comm(child))
+                .uint(3, FORK_CLONE_FLAGS);
+            return vec![
+                Event(field::EVENT_SCHED_PROCESS_FORK, m),
+                Event(field::EVENT_TASK_NEWTASK, new),
+            ];
         }
         Payload::Exit { p } => {
-            let mut m = Msg::default();
             m.string(1, &comm(p))
                 .int(2, i64::from(p.pid))
                 .int(3, i64::from(p.pid))
                 .int(4, i64::from(p.prio));
-            e.msg(field::EVENT_SCHED_PROCESS_EXIT, &m);
+            let mut free = Msg::default();
+            free.string(1, &comm(p))
+                .int(2, i64::from(p.pid))
+                .int(3, i64::from(p.prio));
+            return vec![
+                Event(field::EVENT_SCHED_PROCESS_EXIT, m),
+                Event(field::EVENT_SCHED_PROCESS_FREE, free),
+            ];
         }
         Payload::CpuFrequency { khz, cpu } => {
-            let mut m = Msg::default();
             m.uint(1, *khz).uint(2, *cpu as u64);
-            e.msg(field::EVENT_CPU_FREQUENCY, &m);
+            field::EVENT_CPU_FREQUENCY
         }
         Payload::CpuIdle { state, cpu } => {
-            let mut m = Msg::default();
             m.uint(1, *state).uint(2, *cpu as u64);
-            e.msg(field::EVENT_CPU_IDLE, &m);
+            field::EVENT_CPU_IDLE
         }
-    }
-    e
+    };
+    vec![Event(own, m)]
 }
 
 /// `sched_waking`, `sched_wakeup` and `sched_wakeup_new` share one layout.
-fn wakeup(comm: &str, p: &TaskRef, target: usize) -> Msg {
-    let mut m = Msg::default();
+fn wakeup(m: &mut Msg, comm: &str, p: &TaskRef, target: usize) {
     m.string(1, comm)
         .int(2, i64::from(p.pid))
         .int(3, i64::from(p.prio))
         .int(4, 1)
         .int(5, target as i64);
-    m
 }
 
 #[cfg(test)]
@@ -310,12 +362,17 @@ mod tests {
     }
 
     #[test]
-    fn prev_state_bits_follow_task_report() {
-        assert_eq!(prev_state_bits("R"), 0);
-        assert_eq!(prev_state_bits("R+"), 0x100);
-        assert_eq!(prev_state_bits("S"), 1);
-        assert_eq!(prev_state_bits("D"), 2);
-        assert_eq!(prev_state_bits("X"), 0x10);
-        assert_eq!(prev_state_bits("D|S"), 3);
+    fn prev_state_bits_follow_the_kernels_layout() {
+        let v = (6, 12);
+        assert_eq!(prev_state_bits("R", v), 0);
+        assert_eq!(prev_state_bits("R+", v), 0x100);
+        assert_eq!(prev_state_bits("S", v), 1);
+        assert_eq!(prev_state_bits("D", v), 2);
+        assert_eq!(prev_state_bits("X", v), 0x10);
+        assert_eq!(prev_state_bits("D|S", v), 3);
+        // TASK_STATE_MAX marked a preempted task before TASK_REPORT (v4.14)
+        assert_eq!(prev_state_bits("R+", (4, 9)), 0x1000);
+        assert_eq!(prev_state_bits("R+", (4, 4)), 0x800);
+        assert_eq!(prev_state_bits("S", (4, 9)), 1);
     }
 }
