@@ -75,7 +75,7 @@ def test_bench_unknown_scenario() -> None:
 def test_unknown_workload_fake(fake_core) -> None:
     result = runner.invoke(app, ["run", "-m", "skylake-8x", "-w", "nosuch", "--duration", "1s"])
     line = _one_line_error(result)
-    assert "unknown workload 'nosuch'; allowed: hackbench, periodic" in line
+    assert "unknown workload 'nosuch'; allowed: ftrace, hackbench, periodic" in line
 
 
 def test_unknown_parameter_fake(fake_core) -> None:

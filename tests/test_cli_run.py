@@ -174,7 +174,7 @@ def test_workloads_list_and_describe(fake_core) -> None:
     assert "duty_pct" in result.stdout
     result = runner.invoke(app, ["workloads", "--describe", "nosuch"])
     assert result.exit_code == 2
-    assert "allowed: custom, hackbench, periodic" in result.stderr
+    assert "allowed: custom, ftrace, hackbench, periodic" in result.stderr
 
 
 def test_bench_json(fake_core) -> None:

@@ -52,7 +52,7 @@ def test_int_parameter_refuses_a_float(fake_core) -> None:
 def test_unknown_workload_lists_the_allowed_ones(fake_core) -> None:
     with pytest.raises(ConfigError) as err:
         build_config("skylake-8x", "nosuch")
-    assert str(err.value) == "unknown workload 'nosuch'; allowed: hackbench, periodic"
+    assert str(err.value) == "unknown workload 'nosuch'; allowed: ftrace, hackbench, periodic"
 
 
 def test_unknown_parameter_lists_the_allowed_ones(fake_core) -> None:

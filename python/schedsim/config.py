@@ -21,6 +21,7 @@ from . import native
 from .errors import ConfigError
 from .machines import Machine, load_machine
 from .machines.preset import format_validation_error
+from .replay import FTRACE_INFO, trace_workload
 from .spec import (
     CFS_PERIOD_US_RANGE,
     CFS_QUOTA_US_MIN,
@@ -80,11 +81,13 @@ class WorkloadRequest:
 
 
 _RTAPP_ARGS = re.compile(r"^(.*?)((?:,\s*[A-Za-z_][A-Za-z0-9_]*\s*=[^,]*)*)$")
+# Workloads named by a file: NAME:PATH.
+_FILE_WORKLOADS = {"rt-app": "an rt-app JSON file", "ftrace": "an ftrace text trace"}
 
 
 def parse_workload(text: str) -> WorkloadRequest:
     """Parse the workload grammar `NAME[:k=v,k=v]`; `rt-app:PATH[,k=v...]` names an rt-app JSON
-    file and its optional parameters.
+    file and `ftrace:PATH[,k=v...]` an ftrace text trace, with their optional parameters.
 
     Values are parsed as int, float or string. Raises ConfigError on a malformed string.
     """
@@ -95,12 +98,12 @@ def parse_workload(text: str) -> WorkloadRequest:
     if not _NAME.match(name):
         raise ConfigError(f"workload '{text}': bad name '{name}'; expected NAME[:key=value,...]")
     params: dict[str, Any] = {}
-    if name == "rt-app":
-        # rt-app:PATH[,key=value...]: the path is everything before the trailing key=value items
+    if name in _FILE_WORKLOADS:
+        # NAME:PATH[,key=value...]: the path is everything before the trailing key=value items
         m = _RTAPP_ARGS.match(rest.strip())
         if not m or not m.group(1).strip():
             raise ConfigError(
-                f"workload '{text}': expected rt-app:PATH[,key=value...] (an rt-app JSON file)"
+                f"workload '{text}': expected {name}:PATH[,key=value...] ({_FILE_WORKLOADS[name]})"
             )
         params["path"] = m.group(1).strip()
         rest, sep = m.group(2).lstrip(","), ""
@@ -127,7 +130,11 @@ def core_workloads() -> tuple[dict[str, Any], ...]:
 
 
 def workload_catalog() -> dict[str, dict[str, Any]]:
-    return {w["name"]: w for w in core_workloads()}
+    """The core's generators, plus `ftrace` (a recorded trace replayed: `replay.py`), which the
+    front end turns into a custom workload."""
+    catalog = {w["name"]: w for w in core_workloads()}
+    catalog.setdefault(FTRACE_INFO["name"], FTRACE_INFO)
+    return catalog
 
 
 def _coerce_param(workload: str, name: str, value: Any, default: Any) -> Any:
@@ -197,11 +204,15 @@ def resolve_workload(workload: str | Mapping[str, Any]) -> dict[str, Any]:
                 f"workload '{request.name}': unknown parameter '{key}'; allowed: {allowed}"
             )
         params[key] = _coerce_param(request.name, key, value, declared[key].get("default"))
-    if request.name == "rt-app":
+    if request.name in _FILE_WORKLOADS:
+        if params.get("path") is None:
+            raise ConfigError(f"workload '{request.name}': give the file, {request.name}:PATH")
         path = Path(str(params["path"])).expanduser()
         if not path.is_file():
-            raise ConfigError(f"workload 'rt-app': file '{params['path']}' not found")
+            raise ConfigError(f"workload '{request.name}': file '{params['path']}' not found")
         params["path"] = str(path.resolve())
+    if request.name == "ftrace":
+        return trace_workload(params["path"], khz=float(params.get("khz") or 0.0))
     return {"name": request.name, "params": params}
 
 

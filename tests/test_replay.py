@@ -1,0 +1,148 @@
+"""A recorded ftrace trace replayed as a workload (`ftrace:PATH`, `schedsim.replay`): the
+programs it becomes, checked against a hand-written trace, and a round trip through a run."""
+
+from pathlib import Path
+
+import pytest
+
+import schedsim
+from schedsim.errors import ConfigError
+from schedsim.replay import trace_workload
+
+TRACE = Path(__file__).parent / "data" / "replay-hand.txt"  # its header tells the story
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    path = tmp_path / "trace.txt"
+    path.write_text(TRACE.read_text())
+    return path
+
+
+def test_the_trace_becomes_each_tasks_program(trace_file) -> None:
+    wl = trace_workload(trace_file, khz=3_000_000)
+    tasks = {t["name"]: t for t in wl["custom"]["tasks"]}
+    assert set(tasks) == {"app", "hog", "sleeper"}
+
+    def ops(name):
+        return [(o["op"], o.get("cycles", o.get("ns"))) for o in tasks[name]["program"]]
+
+    # cycles = running ns x kHz x 1e-6; a preempted stretch joins the next one
+    assert ops("app") == [
+        ("run", pytest.approx(1_000_000 * 2_000_000 * 1e-6)),  # 1 ms at 2 GHz
+        ("sleep", 3_000_000),  # S from 1.001000 to its waking at 1.004000
+        ("run", pytest.approx(500_000 * 2.0 + 500_000 * 1.0 + 1_000_000 * 1.0)),
+        ("io", 2_000_000),  # D from 1.007010 to its wakeup at 1.009010
+        ("run", pytest.approx(1_000_000 * 3.0)),  # cpu1 at khz
+        ("exit", None),
+    ]
+    assert tasks["app"]["delay_ns"] == 0 and tasks["app"]["nice"] == 0
+    assert ops("hog") == [("run", pytest.approx(1_000_000.0)), ("exit", None)]
+    assert tasks["hog"]["delay_ns"] == 5_010_000 and tasks["hog"]["nice"] == -20
+    # first seen when woken; asleep until the trace's end
+    assert ops("sleeper") == [("run", pytest.approx(1_500_000.0)), ("sleep", 7_520_000)]
+    assert tasks["sleeper"]["delay_ns"] == 2_000_000
+    assert tasks["sleeper"]["policy"] == "SCHED_FIFO" and tasks["sleeper"]["priority"] == 80
+
+
+def test_a_cpu_without_frequency_needs_khz(trace_file) -> None:
+    with pytest.raises(ConfigError, match=r"CPU 1 has no cpu_frequency event.*khz="):
+        trace_workload(trace_file)
+
+
+def test_bad_traces_are_refused_with_the_file_named(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        schedsim.run("skylake-8x", f"ftrace:{tmp_path / 'missing.txt'}")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# tracer: nop\n")
+    with pytest.raises(ConfigError, match=f"{empty}: no trace events"):
+        schedsim.run("skylake-8x", f"ftrace:{empty}")
+
+
+def test_a_replay_runs_and_takes_the_traces_time(trace_file) -> None:
+    r = schedsim.run("skylake-8x", f"ftrace:{trace_file},khz=3000000", kernel="6.12")
+    assert sorted(r.tasks["comm"]) == ["app", "hog", "sleeper"]
+    # the sleeper starts 2 ms in, runs its 1.5 M cycles at the replay's own frequency (it
+    # took 0.5 ms in the trace), then sleeps its recorded 7.52 ms
+    sleeper = r.tasks.set_index("comm").loc["sleeper"]
+    assert sleeper["start_ns"] == 2_000_000
+    assert sleeper["exit_ns"] >= 2_000_000 + 1_500_000 / 4.0 + 7_520_000
+    assert 0.00952 < r.metrics["elapsed_s"] < 0.0125
+
+
+def test_a_run_replayed_from_its_own_trace_does_the_same_work(tmp_path) -> None:
+    """Record a run's ftrace, replay it on the same machine at the same fixed frequency: each
+    task runs as long as it did (its recorded running time includes the kernel paths the
+    replay charges again, a few %), and the replay spans the recording."""
+    args = {"kernel": "6.12", "driver": "intel_cpufreq", "governor": "performance"}
+    rec = schedsim.run(
+        "skylake-8x",
+        "periodic:tasks=3,period_ms=4,duty_pct=30",
+        duration="200ms",
+        trace=True,
+        **args,
+    )
+    path = tmp_path / "rec.txt"
+    path.write_text(rec.trace_text)
+    rep = schedsim.run("skylake-8x", f"ftrace:{path}", **args)
+    before = dict(zip(rec.tasks["comm"], rec.tasks["cpu_ns"], strict=True))
+    after = dict(zip(rep.tasks["comm"], rep.tasks["cpu_ns"], strict=True))
+    assert set(after) == set(before)
+    for comm, ns in before.items():
+        assert after[comm] == pytest.approx(ns, rel=0.08), comm
+    assert rep.metrics["elapsed_s"] == pytest.approx(0.2, rel=0.03)
+
+
+def test_a_trace_cmd_report_in_the_plugin_form_replays() -> None:
+    """trappy's sample (ARM-software/trappy tests, a 6-CPU Arm board): `trace-cmd report`
+    without -N, whose sched_switch reads `comm:pid [prio] STATE ==> comm:pid [prio]`."""
+    path = Path(__file__).parent / "data" / "trappy-trace_idle_report.txt"
+    wl = trace_workload(path, khz=1_000_000)
+    tasks = {t["name"]: t for t in wl["custom"]["tasks"]}
+    assert len(tasks) == 11
+    # kschedfreq:0 runs at prio 49: SCHED_FIFO priority 50; it waits in D
+    k = tasks["kschedfreq:0"]
+    assert (k["policy"], k["priority"]) == ("SCHED_FIFO", 50)
+    assert [o["op"] for o in k["program"]][:2] == ["run", "io"]
+    # sh (pid 6243) ran 437 us and died (the plugin form's x)
+    assert [(o["op"], o.get("cycles")) for o in tasks["sh"]["program"]] == [
+        ("run", pytest.approx(437.0 * 1000)),
+        ("exit", None),
+    ]
+    r = schedsim.run("hikey960", f"ftrace:{path},khz=1000000", kernel="6.12")
+    assert len(r.tasks) == 11
+
+
+def test_an_experiment_compares_policies_on_a_replayed_trace(tmp_path) -> None:
+    from schedsim import Experiment
+
+    path = Path(__file__).parent / "data" / "replay-hand.txt"
+    exp_file = tmp_path / "exp.toml"
+    exp_file.write_text(
+        f"""
+[experiment]
+name = "replay"
+repeats = 1
+
+[[machine]]
+preset = "rk3399"
+
+[[config]]
+name = "sugov"
+kernel = "6.12"
+governor = "schedutil"
+
+[[config]]
+name = "perf"
+kernel = "6.12"
+governor = "performance"
+
+[[benchmark]]
+workload = "ftrace"
+params = {{ path = "{path}", khz = 2000000 }}
+"""
+    )
+    res = Experiment.from_toml(exp_file).run(jobs=1)
+    runs = res.runs.set_index("config")
+    # the same recorded work takes longer at schedutil's frequencies than at the top one
+    assert runs.loc["sugov", "metrics.elapsed_s"] > runs.loc["perf", "metrics.elapsed_s"] > 0
