@@ -221,8 +221,8 @@ def test_2019_pgbench_and_dbench_sweeps_by_hand() -> None:
         (('[[config]]\nname = "new"', '[[config]]\nname = "new"\nhz = 99'), ".hz: 99 is not"),
         (
             ('workload = "periodic"', 'workload = "tbench"'),
-            "benchmark[1] (tbench).workload: unknown workload 'tbench'; allowed: ftrace, hackbench, "
-            "periodic",
+            "benchmark[1] (tbench).workload: unknown workload 'tbench'; allowed: ftrace, "
+            "hackbench, periodic",
         ),
         (
             ('param = "tasks"', 'param = "clients"'),
