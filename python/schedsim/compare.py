@@ -22,6 +22,7 @@ import pandas as pd
 from . import __version__
 from .errors import ConfigError
 from .experiment import BenchmarkDef, Experiment, RunSpec
+from .frames import frame_of, to_polars
 from .report import mmtests
 from .report import stats as st
 from .results import RunResult, cgroup_metric
@@ -600,6 +601,13 @@ class ExperimentResult:
             title=f"{bdef.name} turbostat ({machine})",
             meta=meta | {"metric": None},
         )
+
+    FRAMES = ("runs", "samples", "tables")
+
+    def to_polars(self, name: str) -> Any:
+        """`runs`, `samples` or `tables` as a polars DataFrame. Needs polars (`pip install
+        'schedsim[polars]'`)."""
+        return to_polars(frame_of(self, name, self.FRAMES))
 
     @cached_property
     def tables(self) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from .frames import frame_of, to_polars
 from .ftrace import df_event, parse_ftrace
 
 # Keys every result carries (DESIGN "run --json"; the core may add more).
@@ -134,8 +135,12 @@ class RunResult:
 
     @cached_property
     def tasks(self) -> pd.DataFrame:
-        """One row per task: pid, ppid, comm, cpu_ns, wait_ns, nr_switches, ..."""
-        return pd.DataFrame.from_records(self._data.get("tasks", []))
+        """One row per task: pid, ppid, comm, cpu_ns, wait_ns, nr_switches, ...; `exit_ns` is a
+        nullable integer (`<NA>` while the task is alive)."""
+        frame = pd.DataFrame.from_records(self._data.get("tasks", []))
+        if "exit_ns" in frame:
+            frame["exit_ns"] = frame["exit_ns"].astype("Int64")
+        return frame
 
     @cached_property
     def cpus(self) -> pd.DataFrame:
@@ -188,6 +193,13 @@ class RunResult:
     def df_event(self, name: str) -> pd.DataFrame:
         """The trace rows of one event with that event's columns (LISA's `df_event`)."""
         return df_event(self.events, name)
+
+    FRAMES = ("tasks", "cpus", "cgroups", "samples", "events")
+
+    def to_polars(self, name: str) -> Any:
+        """One of the frames (`FRAMES`) as a polars DataFrame (`events` with `Time` as its first
+        column). Needs polars (`pip install 'schedsim[polars]'`)."""
+        return to_polars(frame_of(self, name, self.FRAMES))
 
     def __repr__(self) -> str:
         wl = self._data.get("workload", {})
