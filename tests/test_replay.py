@@ -146,3 +146,20 @@ params = {{ path = "{path}", khz = 2000000 }}
     runs = res.runs.set_index("config")
     # the same recorded work takes longer at schedutil's frequencies than at the top one
     assert runs.loc["sugov", "metrics.elapsed_s"] > runs.loc["perf", "metrics.elapsed_s"] > 0
+
+
+def test_work_under_way_at_the_trace_end_is_kept(tmp_path) -> None:
+    # preempted (R+) at the end: its 1 ms at 1 GHz is still to be replayed
+    path = tmp_path / "t.txt"
+    lines = [
+        "<idle>-0 [000] 5.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 "
+        "prev_state=R ==> next_comm=a next_pid=7 next_prio=120",
+        "a-7 [000] 5.001000: sched_switch: prev_comm=a prev_pid=7 prev_prio=120 prev_state=R+ "
+        "==> next_comm=b next_pid=8 next_prio=120",
+        "b-8 [000] 5.001500: sched_switch: prev_comm=b prev_pid=8 prev_prio=120 prev_state=S "
+        "==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    tasks = {t["name"]: t["program"] for t in trace_workload(path, khz=1e6)["custom"]["tasks"]}
+    assert tasks["a"] == [{"op": "run", "cycles": pytest.approx(1e6), "stall_ns": 0.0}]
+    assert tasks["b"] == [{"op": "run", "cycles": pytest.approx(5e5), "stall_ns": 0.0}]

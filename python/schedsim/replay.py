@@ -27,6 +27,7 @@ includes the kernel paths it recorded, which the replay charges again.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,7 +213,7 @@ def trace_workload(path: str | Path, khz: float = 0.0) -> dict[str, Any]:
                 kind = _state_kind(row["prev_state"])
                 if kind == "exit":
                     tk.flush_work()
-                    tk.ops.append({"op": "exit"})
+                    tk.ops.append(prog.exit_())
                     tk.dead = True
                 elif kind in ("sleep", "io"):
                     tk.flush_work()
@@ -229,16 +230,18 @@ def trace_workload(path: str | Path, khz: float = 0.0) -> dict[str, Any]:
             task(int(row["pid"]), t, row.get("comm"), row.get("prio")).wake(t)
     programs = []
     names = [tk.comm or f"pid{tk.pid}" for tk in tasks.values()]
+    uses = Counter(names)
     for tk, name in zip(tasks.values(), names, strict=True):
-        if tk.running_since is not None and not tk.dead:
-            cpu, since = tk.running_since
-            tk.cycles += freqs.cycles(cpu, since, t_end)
+        if not tk.dead:
+            # at the trace's end: still running, preempted (its burst under way) or asleep
+            if tk.running_since is not None:
+                cpu, since = tk.running_since
+                tk.cycles += freqs.cycles(cpu, since, t_end)
             tk.flush_work()
-        elif tk.blocked is not None:
             tk.wake(t_end)
         if not tk.ops:
             continue
-        unique = name if names.count(name) == 1 else f"{name}-{tk.pid}"
+        unique = name if uses[name] == 1 else f"{name}-{tk.pid}"
         rt = tk.prio < 100
         programs.append(
             prog.task(
