@@ -55,7 +55,7 @@ def test_bad_traces_are_refused_with_the_file_named(tmp_path) -> None:
         schedsim.run("skylake-8x", f"ftrace:{tmp_path / 'missing.txt'}")
     empty = tmp_path / "empty.txt"
     empty.write_text("# tracer: nop\n")
-    with pytest.raises(ConfigError, match=f"{empty}: no trace events"):
+    with pytest.raises(ConfigError, match=f"{empty}: no sched_switch events"):
         schedsim.run("skylake-8x", f"ftrace:{empty}")
 
 

@@ -21,7 +21,7 @@ from . import native
 from .errors import ConfigError
 from .machines import Machine, load_machine
 from .machines.preset import format_validation_error
-from .replay import FTRACE_INFO, trace_workload
+from .replay import FTRACE_INFO, replay_switch_cycles, trace_workload
 from .spec import (
     CFS_PERIOD_US_RANGE,
     CFS_QUOTA_US_MIN,
@@ -158,11 +158,14 @@ def _coerce_param(workload: str, name: str, value: Any, default: Any) -> Any:
     return value
 
 
-def resolve_workload(workload: str | Mapping[str, Any]) -> dict[str, Any]:
+def resolve_workload(
+    workload: str | Mapping[str, Any], machine: Machine | None = None
+) -> dict[str, Any]:
     """A workload string or WorkloadSpec mapping → a validated WorkloadSpec dict.
 
     Named workloads are checked against `_core.workloads()`: an unknown workload or parameter is
-    an error that lists the allowed ones. `custom` workloads carry explicit programs.
+    an error that lists the allowed ones. `custom` workloads carry explicit programs. `ftrace`
+    becomes the custom workload that replays the trace on `machine` (`replay.py`).
     """
     if isinstance(workload, Mapping):
         name = workload.get("name")
@@ -212,7 +215,11 @@ def resolve_workload(workload: str | Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"workload '{request.name}': file '{params['path']}' not found")
         params["path"] = str(path.resolve())
     if request.name == "ftrace":
-        return trace_workload(params["path"], khz=float(params.get("khz") or 0.0))
+        return trace_workload(
+            params["path"],
+            khz=float(params.get("khz") or 0.0),
+            switch_cycles=replay_switch_cycles(machine),
+        )
     return {"name": request.name, "params": params}
 
 
@@ -727,7 +734,7 @@ def build_config(
     kernel = DEFAULT_KERNEL if kernel is None else str(kernel).strip()
     cpufreq = resolve_cpufreq(m, kernel, driver, governor, invariance)
     settings = parse_sets(sets)
-    spec = resolve_workload(workload)
+    spec = resolve_workload(workload, m)
     cgroup_specs = parse_cgroups(cgroups)
     groups = check_run_in(run_in, cgroup_specs)
     if groups:

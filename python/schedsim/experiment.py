@@ -858,7 +858,8 @@ class Experiment:
                 )
             except ConfigError as err:
                 raise self._fail(where("values"), str(err)) from None
-            resolved.append(spec["params"][bdef.param])
+            # (a trace replay becomes a custom workload, without parameters)
+            resolved.append(spec["params"].get(bdef.param, value))
         ops = [bdef.op(v) for v in resolved]
         if len(set(ops)) != len(ops):
             raise self._fail(where("values"), f"values repeat: {', '.join(ops)}")

@@ -27,16 +27,16 @@ includes the kernel paths it recorded, which the replay charges again.
 from __future__ import annotations
 
 import bisect
+import copy
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from . import programs as prog
 from .errors import ConfigError
-from .ftrace import parse_ftrace
+from .ftrace import parse_line
 
 # The catalogue entry `schedsim workloads` and experiment files see for `ftrace:PATH`.
 FTRACE_INFO: dict[str, Any] = {
@@ -63,6 +63,10 @@ FTRACE_INFO: dict[str, Any] = {
     "open_ended": False,
 }
 
+_USED_EVENTS = frozenset(
+    {"sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "cpu_frequency"}
+)
+_USED = re.compile(r": (?:sched_switch|sched_waking|sched_wakeup|sched_wakeup_new|cpu_frequency):")
 _SLEEPING = frozenset("SITtP")
 _DEAD = frozenset("XZx")
 
@@ -79,9 +83,10 @@ class _Task:
     blocked: tuple[str, int] | None = None  # ("sleep" | "io", since ns)
     dead: bool = False
 
-    def flush_work(self) -> None:
-        if self.cycles > 0:
-            self.ops.append(prog.run(self.cycles))
+    def flush_work(self, deduct: float = 0.0) -> None:
+        cycles = max(self.cycles - deduct, 0.0)
+        if cycles > 0:
+            self.ops.append(prog.run(cycles))
         self.cycles = 0.0
 
     def wake(self, t: int) -> None:
@@ -125,6 +130,11 @@ class _Frequencies:
             t, i = end, i + 1
 
 
+def known(*values: Any) -> bool:
+    """Every field present (a line cut short lacks some)."""
+    return all(v is not None for v in values)
+
+
 def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
@@ -155,29 +165,66 @@ def _state_kind(state: Any) -> str:
     return "run"
 
 
-def trace_workload(path: str | Path, khz: float = 0.0) -> dict[str, Any]:
-    """The `custom` workload spec that replays the ftrace text at `path` (module doc)."""
+def replay_switch_cycles(machine: Any) -> float:
+    """The cycles a simulated machine charges a task for one block and wake: its first core
+    type's `context_switch_out` (the way to sleep) and `context_switch` (the way back in).
+    0 without a machine."""
+    if machine is None:
+        return 0.0
+    core_types = machine.spec.core_types
+    if not core_types:
+        return 0.0
+    cycles = core_types[0].kernel_cycles or {}
+    return float(cycles.get("context_switch", 0.0)) + float(cycles.get("context_switch_out", 0.0))
+
+
+# Converted traces by (path, mtime, size, khz, switch_cycles): an experiment builds a config
+# for every point and configuration.
+_CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def trace_workload(
+    path: str | Path, khz: float = 0.0, switch_cycles: float = 0.0
+) -> dict[str, Any]:
+    """The `custom` workload spec that replays the ftrace text at `path` (module doc).
+    `switch_cycles` is taken off every burst that ends in a block (at most the burst): the
+    kernel's way to sleep and back, which the trace's running time holds and the simulator
+    charges again."""
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"workload 'ftrace': file '{path}' not found")
+    stat = p.stat()
+    key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size, float(khz), float(switch_cycles))
+    if key not in _CACHE:
+        _CACHE.clear()  # one trace at a time: they can be large
+        _CACHE[key] = _convert(p, str(path), float(khz), float(switch_cycles))
+    return copy.deepcopy(_CACHE[key])
+
+
+def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise ConfigError(f"workload 'ftrace': {path}: cannot read: {err.strerror}") from None
-    df = parse_ftrace(text)
-    if df.empty:
+    # the events a replay reads, parsed line by line (no DataFrame: traces run to millions of
+    # lines), in time order (stable: lines at one time keep their order)
+    rows = [
+        r
+        for r in (parse_line(line) for line in text.splitlines() if _USED.search(line))
+        if r is not None and r["event"] in _USED_EVENTS
+    ]
+    rows.sort(key=lambda r: r["Time"])
+    if not any(r["event"] == "sched_switch" for r in rows):
         raise ConfigError(
-            f"workload 'ftrace': {path}: no trace events (expected tracefs text or trace-cmd "
-            "report output with sched_switch events)"
+            f"workload 'ftrace': {path}: no sched_switch events to replay (expected tracefs "
+            "text or trace-cmd report output)"
         )
-    df = df.reset_index().sort_values("Time", kind="stable")
-    if not (df["event"] == "sched_switch").any():
-        raise ConfigError(f"workload 'ftrace': {path}: no sched_switch events to replay")
-    t0 = _ns(float(df["Time"].iloc[0]))
-    t_end = _ns(float(df["Time"].iloc[-1]))
+    t0 = _ns(rows[0]["Time"])
+    t_end = _ns(rows[-1]["Time"])
     changes: dict[int, list[tuple[int, int]]] = {}
-    for row in df[df["event"] == "cpu_frequency"].itertuples(index=False):
-        changes.setdefault(int(row.cpu_id), []).append((_ns(row.Time), int(row.state)))
+    for row in rows:
+        if row["event"] == "cpu_frequency" and known(row.get("cpu_id"), row.get("state")):
+            changes.setdefault(int(row["cpu_id"]), []).append((_ns(row["Time"]), int(row["state"])))
     freqs = _Frequencies(changes, float(khz), str(path))
     tasks: dict[int, _Task] = {}
 
@@ -195,10 +242,7 @@ def trace_workload(path: str | Path, khz: float = 0.0) -> dict[str, Any]:
             tk.prio = int(prio)
         return tk
 
-    def known(*values: Any) -> bool:
-        return all(v is not None and not pd.isna(v) for v in values)
-
-    for row in df.to_dict("records"):
+    for row in rows:
         t, event = _ns(row["Time"]), row["event"]
         if event == "sched_switch":
             if not known(row.get("prev_pid"), row.get("next_pid"), row.get("prev_state")):
@@ -216,7 +260,7 @@ def trace_workload(path: str | Path, khz: float = 0.0) -> dict[str, Any]:
                     tk.ops.append(prog.exit_())
                     tk.dead = True
                 elif kind in ("sleep", "io"):
-                    tk.flush_work()
+                    tk.flush_work(switch_cycles)
                     tk.blocked = (kind, t)
             if nxt > 0:
                 tk = task(nxt, t, row["next_comm"], row["next_prio"])
