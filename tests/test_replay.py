@@ -163,3 +163,74 @@ def test_work_under_way_at_the_trace_end_is_kept(tmp_path) -> None:
     tasks = {t["name"]: t["program"] for t in trace_workload(path, khz=1e6)["custom"]["tasks"]}
     assert tasks["a"] == [{"op": "run", "cycles": pytest.approx(1e6), "stall_ns": 0.0}]
     assert tasks["b"] == [{"op": "run", "cycles": pytest.approx(5e5), "stall_ns": 0.0}]
+
+
+PING_PONG = [
+    "<idle>-0 [000] 0.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 "
+    "prev_state=R ==> next_comm=ping next_pid=10 next_prio=120",
+    "ping-10 [000] 0.000100: sched_waking: comm=pong pid=11 prio=120 target_cpu=001",
+    "<idle>-0 [001] 0.000100: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 "
+    "prev_state=R ==> next_comm=pong next_pid=11 next_prio=120",
+    "ping-10 [000] 0.000150: sched_switch: prev_comm=ping prev_pid=10 prev_prio=120 "
+    "prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    "pong-11 [001] 0.000300: sched_waking: comm=ping pid=10 prio=120 target_cpu=000",
+    "<idle>-0 [000] 0.000300: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 "
+    "prev_state=R ==> next_comm=ping next_pid=10 next_prio=120",
+    "pong-11 [001] 0.000350: sched_switch: prev_comm=pong prev_pid=11 prev_prio=120 "
+    "prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120",
+    "ping-10 [000] 0.000500: sched_switch: prev_comm=ping prev_pid=10 prev_prio=120 "
+    "prev_state=X ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+]
+
+
+def test_a_causal_replay_waits_for_the_waker(tmp_path) -> None:
+    """pong, running on CPU 1, wakes ping: with `causal`, ping's sleep becomes a receive of
+    pong's message, sent where pong's work reached the wakeup (1 GHz: 1,000 cycles per us).
+    pong's first wakeup starts it (it was not seen asleep), so that one stays a start time."""
+    path = tmp_path / "pp.txt"
+    path.write_text("\n".join(PING_PONG) + "\n")
+
+    def programs(causal: bool):
+        wl = trace_workload(path, khz=1e6, causal=causal)
+        tasks = {t["name"]: t for t in wl["custom"]["tasks"]}
+        ops = {
+            n: [(o["op"], o.get("cycles", o.get("ns", o.get("chan")))) for o in t["program"]]
+            for n, t in tasks.items()
+        }
+        return ops, tasks, wl["custom"]["channels"]
+
+    ops, tasks, chans = programs(causal=True)
+    assert ops["ping"] == [
+        ("run", pytest.approx(150_000)),  # 150 us: ping's wakeup of pong found pong new
+        ("recv", "wake-11-10"),
+        ("run", pytest.approx(200_000)),
+        ("exit", None),
+    ]
+    assert ops["pong"] == [
+        ("run", pytest.approx(200_000)),  # 0.1 -> 0.3 ms, then the wakeup of ping
+        ("send", "wake-11-10"),
+        ("run", pytest.approx(50_000)),
+        ("sleep", 150_000),  # to the trace's end
+    ]
+    assert tasks["pong"]["delay_ns"] == 100_000
+    assert [c["name"] for c in chans] == ["wake-11-10"]
+    # open loop: ping sleeps its recorded 150 us instead
+    ops, _, chans = programs(causal=False)
+    assert ops["ping"][:2] == [("run", pytest.approx(150_000)), ("sleep", 150_000)]
+    assert ops["pong"] == [("run", pytest.approx(250_000)), ("sleep", 150_000)]
+    assert chans == []
+
+
+def test_a_causal_replay_keeps_a_ping_pong_together(tmp_path) -> None:
+    """tbench's client and server wake each other every few microseconds. Replayed open loop
+    from its own trace, the two schedules drift into each other (more CPU time: SMT sharing,
+    runqueue waits); replayed causally, each task does its recorded work again."""
+    args = {"kernel": "6.12", "driver": "intel_cpufreq", "governor": "performance"}
+    rec = schedsim.run("skylake-8x", "tbench:clients=2", duration="60ms", trace=True, **args)
+    path = tmp_path / "tb.txt"
+    path.write_text(rec.trace_text)
+    cpu = float(rec.tasks["cpu_ns"].sum())
+    loose = schedsim.run("skylake-8x", f"ftrace:{path}", **args)
+    tight = schedsim.run("skylake-8x", f"ftrace:{path},causal=1", **args)
+    assert float(tight.tasks["cpu_ns"].sum()) == pytest.approx(cpu, rel=0.05)
+    assert float(loose.tasks["cpu_ns"].sum()) > 1.1 * cpu

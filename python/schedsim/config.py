@@ -21,7 +21,7 @@ from . import native
 from .errors import ConfigError
 from .machines import Machine, load_machine
 from .machines.preset import format_validation_error
-from .replay import FTRACE_INFO, replay_switch_cycles, trace_workload
+from .replay import FTRACE_INFO, replay_costs, trace_workload
 from .spec import (
     CFS_PERIOD_US_RANGE,
     CFS_QUOTA_US_MIN,
@@ -218,7 +218,8 @@ def resolve_workload(
         return trace_workload(
             params["path"],
             khz=float(params.get("khz") or 0.0),
-            switch_cycles=replay_switch_cycles(machine),
+            causal=bool(params.get("causal")),
+            costs=replay_costs(machine),
         )
     return {"name": request.name, "params": params}
 

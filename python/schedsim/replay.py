@@ -3,7 +3,7 @@ replayed under other policies): `ftrace:PATH` in a workload string, `trace_workl
 Python.
 
 Every task of the trace (pid > 0) becomes a task program that repeats what the trace shows it
-doing, open loop:
+doing (open loop unless `causal`):
 
 - the time it ran on a CPU becomes work, `run` cycles = the running time × that CPU's frequency
   (its `cpu_frequency` events; before a CPU's first one, that first value; for a CPU without
@@ -18,10 +18,12 @@ doing, open loop:
 - its comm is its last one, its nice (120 + nice) or real-time priority (99 - prio, FIFO) comes
   from the trace's `prio` fields.
 
-What a replay does not keep: who woke whom (a wakeup comes at its recorded time whatever the
-waker did), which task forked which, CPU affinity, and the source CPU's performance per cycle
-(work recorded on a LITTLE core is as many cycles as on a big one). The trace's own running time
-includes the kernel paths it recorded, which the replay charges again.
+With `causal`, a sleeper woken by a task running on the waking CPU waits for a message from
+that task instead of for its recorded wakeup time (docs/workloads/ftrace.md, "Causal replay").
+What a replay does not keep: which task forked which, locks, IO completions, CPU affinity, and
+the source CPU's performance per cycle (work recorded on a LITTLE core is as many cycles as on a
+big one). The kernel paths the trace's running time holds and the simulator charges again
+(the way to sleep and back, a wakeup) are taken off the bursts they end.
 """
 
 from __future__ import annotations
@@ -41,14 +43,20 @@ from .ftrace import parse_line
 # The catalogue entry `schedsim workloads` and experiment files see for `ftrace:PATH`.
 FTRACE_INFO: dict[str, Any] = {
     "name": "ftrace",
-    "description": "A recorded ftrace text trace (ftrace:PATH), replayed open loop: every task "
-    "runs the cycles it ran (running time x its CPU's frequency) and sleeps (S) or waits in "
-    "iowait (D) until its recorded wakeup.",
+    "description": "A recorded ftrace text trace (ftrace:PATH), replayed: every task runs the "
+    "cycles it ran (running time x its CPU's frequency) and sleeps (S) or waits in iowait (D) "
+    "until its recorded wakeup, or with causal=1 until the task that woke it gets there.",
     "params": [
         {
             "name": "path",
             "default": None,
             "description": "the trace (tracefs text or trace-cmd report)",
+        },
+        {
+            "name": "causal",
+            "default": False,
+            "description": "replay a sleeper woken by a running task as waiting for that task "
+            "(a message from it) instead of for its recorded wakeup time",
         },
         {
             "name": "khz",
@@ -165,43 +173,53 @@ def _state_kind(state: Any) -> str:
     return "run"
 
 
-def replay_switch_cycles(machine: Any) -> float:
-    """The cycles a simulated machine charges a task for one block and wake: its first core
-    type's `context_switch_out` (the way to sleep) and `context_switch` (the way back in).
-    0 without a machine."""
-    if machine is None:
-        return 0.0
-    core_types = machine.spec.core_types
-    if not core_types:
-        return 0.0
-    cycles = core_types[0].kernel_cycles or {}
-    return float(cycles.get("context_switch", 0.0)) + float(cycles.get("context_switch_out", 0.0))
+@dataclass(frozen=True)
+class KernelCosts:
+    """What the replaying machine charges a task for the kernel paths a trace's running time
+    already holds: one block and wake (`context_switch_out` + `context_switch`) and, in a causal
+    replay, one wakeup it performs (`wakeup`)."""
+
+    switch: float = 0.0
+    wakeup: float = 0.0
 
 
-# Converted traces by (path, mtime, size, khz, switch_cycles): an experiment builds a config
-# for every point and configuration.
+def replay_costs(machine: Any) -> KernelCosts:
+    """The costs of `machine`'s first core type; none without a machine."""
+    if machine is None or not machine.spec.core_types:
+        return KernelCosts()
+    cycles = machine.spec.core_types[0].kernel_cycles or {}
+    switch = float(cycles.get("context_switch", 0.0)) + float(cycles.get("context_switch_out", 0.0))
+    return KernelCosts(switch=switch, wakeup=float(cycles.get("wakeup", 0.0)))
+
+
+# Converted traces by (path, mtime, size and the options): an experiment builds a config for
+# every point and configuration.
 _CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
 def trace_workload(
-    path: str | Path, khz: float = 0.0, switch_cycles: float = 0.0
+    path: str | Path,
+    khz: float = 0.0,
+    causal: bool = False,
+    costs: KernelCosts | None = None,
 ) -> dict[str, Any]:
-    """The `custom` workload spec that replays the ftrace text at `path` (module doc).
-    `switch_cycles` is taken off every burst that ends in a block (at most the burst): the
-    kernel's way to sleep and back, which the trace's running time holds and the simulator
+    """The `custom` workload spec that replays the ftrace text at `path` (module doc). `costs`
+    are taken off the bursts that end in a block (`switch`) or in a causal wakeup (`wakeup`),
+    at most the burst: the kernel paths the trace's running time holds and the simulator
     charges again."""
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"workload 'ftrace': file '{path}' not found")
+    costs = costs or KernelCosts()
     stat = p.stat()
-    key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size, float(khz), float(switch_cycles))
+    key = (str(p.resolve()), stat.st_mtime_ns, stat.st_size, float(khz), bool(causal), costs)
     if key not in _CACHE:
         _CACHE.clear()  # one trace at a time: they can be large
-        _CACHE[key] = _convert(p, str(path), float(khz), float(switch_cycles))
+        _CACHE[key] = _convert(p, str(path), float(khz), bool(causal), costs)
     return copy.deepcopy(_CACHE[key])
 
 
-def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, Any]:
+def _convert(p: Path, path: str, khz: float, causal: bool, costs: KernelCosts) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
@@ -227,6 +245,7 @@ def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, 
             changes.setdefault(int(row["cpu_id"]), []).append((_ns(row["Time"]), int(row["state"])))
     freqs = _Frequencies(changes, float(khz), str(path))
     tasks: dict[int, _Task] = {}
+    channels: dict[str, dict[str, Any]] = {}
 
     def task(pid: int, t: int, comm: str | None, prio: Any, running_on: int | None = None) -> _Task:
         """The task `pid`, created at `t` when first seen; one first seen switching out was
@@ -260,7 +279,7 @@ def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, 
                     tk.ops.append(prog.exit_())
                     tk.dead = True
                 elif kind in ("sleep", "io"):
-                    tk.flush_work(switch_cycles)
+                    tk.flush_work(costs.switch)
                     tk.blocked = (kind, t)
             if nxt > 0:
                 tk = task(nxt, t, row["next_comm"], row["next_prio"])
@@ -271,7 +290,29 @@ def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, 
             and known(row.get("pid"))
             and int(row["pid"]) > 0
         ):
-            task(int(row["pid"]), t, row.get("comm"), row.get("prio")).wake(t)
+            wakee = task(int(row["pid"]), t, row.get("comm"), row.get("prio"))
+            waker = tasks.get(int(row["__pid"]))
+            if (
+                causal
+                and wakee.blocked is not None
+                and wakee.blocked[0] == "sleep"
+                and waker is not None
+                and waker is not wakee
+                and waker.running_since is not None
+                and waker.running_since[0] == row["__cpu"]
+            ):
+                # the waker, running on the CPU that woke the sleeper, sends it a message
+                cpu, since = waker.running_since
+                waker.cycles += freqs.cycles(cpu, since, t)
+                waker.flush_work(costs.wakeup)
+                chan = f"wake-{waker.pid}-{wakee.pid}"
+                channels.setdefault(chan, prog.channel(chan))
+                waker.ops.append(prog.send(chan))
+                waker.running_since = (cpu, t)
+                wakee.ops.append(prog.recv(chan))
+                wakee.blocked = None
+            else:
+                wakee.wake(t)
     programs = []
     names = [tk.comm or f"pid{tk.pid}" for tk in tasks.values()]
     uses = Counter(names)
@@ -299,4 +340,4 @@ def _convert(p: Path, path: str, khz: float, switch_cycles: float) -> dict[str, 
         )
     if not programs:
         raise ConfigError(f"workload 'ftrace': {path}: no task ran in the trace")
-    return prog.custom_workload(programs)
+    return prog.custom_workload(programs, list(channels.values()))
