@@ -215,8 +215,15 @@ def test_2019_pgbench_and_dbench_sweeps_by_hand() -> None:
         ),
         (('"turbo:4"', '"turbo:9"'), "config[2] (new).invariance: invariance 'turbo:9'"),
         (('"turbo:4"', '"sideways"'), "allowed: none, turbo:N, base, max, amd-midpoint, cpufreq"),
-        (('kernel = "5.2"', "kernel = 5.10"), "config[1] (base).kernel: write the version as a "),
+        (
+            ('kernel = "5.2"', "kernel = 5.10"),
+            "config[1] (base).kernel: 5.1 is a TOML number: write the version as a string",
+        ),
         (('kernel = "5.2"', 'kernel = "five"'), "config[1] (base).kernel: kernel 'five'"),
+        (
+            ("values = [1, 2]", "values = [1, 2]\nmetrics = []"),
+            "benchmark[1] (periodic).metrics: empty; list at least one metric",
+        ),
         (('name = "new"', 'name = "base"'), "config[2] (base).name: config name 'base' used twice"),
         (('[[config]]\nname = "new"', '[[config]]\nname = "new"\nhz = 99'), ".hz: 99 is not"),
         (

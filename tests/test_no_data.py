@@ -48,6 +48,8 @@ def test_a_task_that_never_sleeps_has_no_wakeup_latency() -> None:
     assert int(r.tasks["nr_wakeups"].sum()) == 0
     assert r.metrics["wakeup_latency_us_mean"] is None
     assert r.metrics["wakeup_latency_us_max"] is None
+    task = r.json["tasks"][0]
+    assert task["wakeup_latency_us_mean"] is None and task["wakeup_latency_us_max"] is None
     assert r.metrics["activations"] >= 90
 
 

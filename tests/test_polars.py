@@ -74,3 +74,11 @@ duration = "50ms"
     assert sorted(runs["config"].unique().to_list()) == ["a", "b"]
     tables = res.to_polars("tables")
     assert tables.height == len(res.tables) > 0
+
+
+def test_a_run_without_cgroups_has_the_same_typed_cgroup_columns() -> None:
+    none = schedsim.run("skylake-8x", "periodic", duration="20ms")
+    some = schedsim.run("skylake-8x", "periodic", duration="20ms", cgroups=["cg1"], run_in=["cg1"])
+    assert none.cgroups.empty and len(some.cgroups) == 1
+    assert list(none.cgroups.columns) == list(some.cgroups.columns)
+    assert none.to_polars("cgroups").schema == some.to_polars("cgroups").schema

@@ -116,10 +116,12 @@ def test_a_trace_cmd_report_in_the_plugin_form_replays() -> None:
 def test_an_experiment_compares_policies_on_a_replayed_trace(tmp_path) -> None:
     from schedsim import Experiment
 
-    path = Path(__file__).parent / "data" / "replay-hand.txt"
+    path = tmp_path / "traces" / "hand.txt"  # relative to the experiment file below
+    path.parent.mkdir()
+    path.write_text(TRACE.read_text())
     exp_file = tmp_path / "exp.toml"
     exp_file.write_text(
-        f"""
+        """
 [experiment]
 name = "replay"
 repeats = 1
@@ -139,7 +141,7 @@ governor = "performance"
 
 [[benchmark]]
 workload = "ftrace"
-params = {{ path = "{path}", khz = 2000000 }}
+params = { path = "traces/hand.txt", khz = 2000000 }
 """
     )
     res = Experiment.from_toml(exp_file).run(jobs=1)

@@ -178,6 +178,10 @@ def test_the_cli_refuses_an_unknown_trace_format(tmp_path) -> None:
     bad = CliRunner().invoke(app, [*CLI_ARGS, "--trace", str(out), "--trace-format", "json"])
     assert bad.exit_code != 0
     assert "allowed: ftrace, perfetto, chrome" in bad.output
+    # a format without a file to write is a mistake, not a no-op
+    alone = CliRunner().invoke(app, [*CLI_ARGS, "--trace-format", "perfetto"])
+    assert alone.exit_code == 2
+    assert "--trace-format perfetto: give the file to write, --trace FILE" in alone.output
 
 
 def test_an_unknown_trace_format_is_refused() -> None:

@@ -173,15 +173,18 @@ def run(
         Path | None, typer.Option("--trace", help="Write the trace to this file.")
     ] = None,
     trace_format: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--trace-format",
-            help="Trace file format: ftrace (tracefs text), perfetto (protobuf, .pftrace) or "
-            "chrome (Trace Event Format JSON).",
+            help="Trace file format: ftrace (tracefs text, the default), perfetto (protobuf, "
+            ".pftrace) or chrome (Trace Event Format JSON). Needs --trace.",
         ),
-    ] = "ftrace",
+    ] = None,
 ) -> None:
     """Run one simulation and print a summary (or the result JSON with --json)."""
+    if trace_format is not None and trace is None:
+        raise ConfigError(f"--trace-format {trace_format}: give the file to write, --trace FILE")
+    trace_format = trace_format or "ftrace"
     if trace_format not in TRACE_FORMATS:
         raise ConfigError(
             f"unknown trace format '{trace_format}'; allowed: {', '.join(TRACE_FORMATS)}"
@@ -339,7 +342,13 @@ def machines(
     if describe is None:
         table = Table(title="Machine presets", title_justify="left")
         for col in ("Name", "Arch", "CPUs", "Packages", "Cores x SMT", "MHz", "Model"):
-            table.add_column(col, justify="right" if col in ("CPUs", "Packages") else "left")
+            table.add_column(
+                col,
+                justify="right" if col in ("CPUs", "Packages") else "left",
+                # names are what the other commands take: never cut them
+                no_wrap=col == "Name",
+                min_width=max(len(n) for n in list_machines()) if col == "Name" else None,
+            )
         for name in list_machines():
             m = load_machine(name)
             lo, hi = m.freq_range_khz
@@ -373,7 +382,7 @@ def workloads(
     catalog = workload_catalog()
     if describe is None:
         table = Table(title="Workloads", title_justify="left")
-        table.add_column("Name")
+        table.add_column("Name", no_wrap=True, min_width=max(len(n) for n in catalog))
         table.add_column("Parameters (default)")
         table.add_column("Description")
         for name in sorted(catalog):

@@ -149,8 +149,8 @@ class CgroupEntry(_Strict):
 def _kernel_string(value: Any) -> Any:
     if isinstance(value, int | float) and not isinstance(value, bool):
         raise ValueError(
-            f'write the version as a string, kernel = "{value}" (as a TOML number 5.10 would '
-            "read as 5.1)"
+            f'{value} is a TOML number: write the version as a string, e.g. kernel = "5.10" '
+            "(a number loses trailing zeros: 5.10 reads as 5.1)"
         )
     return value
 
@@ -692,7 +692,7 @@ class Experiment:
                         f"{', '.join(declared) or 'none'}",
                     )
             params = dict(entry.params)
-            if entry.workload == "rt-app" and isinstance(params.get("path"), str):
+            if entry.workload in ("rt-app", "ftrace") and isinstance(params.get("path"), str):
                 params["path"] = str((self.base_dir / params["path"]).expanduser())
             param = entry.param
             if param is not None:
@@ -771,6 +771,12 @@ class Experiment:
         primary_name = primary if isinstance(primary, str) else (primary or {}).get("name")
         if primary_name and "higher_is_better" in info:
             directions.setdefault(primary_name, bool(info["higher_is_better"]))
+        if entry.metrics is not None and not entry.metrics:
+            raise self._fail(
+                where("metrics"),
+                "empty; list at least one metric, or leave the key out for the workload's "
+                f"primary ({primary_name})",
+            )
         names = entry.metrics if entry.metrics is not None else [primary_name]
         if not names or names[0] is None:
             raise self._fail(where("metrics"), "the workload names no primary metric; list some")

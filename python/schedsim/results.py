@@ -154,9 +154,14 @@ class RunResult:
         `period_phase_us`. Empty when the run defined no cgroups."""
         groups = self._data.get("cgroups") or {}
         rows = [{"path": path, **(stat or {})} for path, stat in groups.items()]
-        if not rows:
-            return pd.DataFrame(columns=["path", *CPU_STAT_FIELDS])
-        return pd.DataFrame.from_records(rows)
+        if rows:
+            return pd.DataFrame.from_records(rows)
+        # no groups: the same columns, typed, and no rows
+        numeric = (*CPU_STAT_FIELDS, *CGROUP_EXTRA_FIELDS)
+        frame = pd.DataFrame({"path": pd.Series(dtype="string")})
+        for column in numeric:
+            frame[column] = pd.Series(dtype="int64")
+        return frame
 
     @cached_property
     def samples(self) -> pd.DataFrame:

@@ -435,12 +435,16 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
             nr_involuntary: t.stats.nr_involuntary,
             nr_migrations: t.stats.nr_migrations,
             nr_wakeups: t.stats.nr_wakeups,
-            wakeup_latency_us_mean: if t.stats.wakeup_latency_count > 0 {
-                t.stats.wakeup_latency_sum_ns as f64 / t.stats.wakeup_latency_count as f64 * 1e-3
+            // null (no data) for a task never woken
+            wakeup_latency_us_mean: crate::workload::mean_or_no_data(
+                t.stats.wakeup_latency_sum_ns as f64,
+                t.stats.wakeup_latency_count,
+            ) * 1e-3,
+            wakeup_latency_us_max: if t.stats.wakeup_latency_count > 0 {
+                t.stats.wakeup_latency_max_ns as f64 * 1e-3
             } else {
-                0.0
+                crate::workload::NO_DATA
             },
-            wakeup_latency_us_max: t.stats.wakeup_latency_max_ns as f64 * 1e-3,
             start_ns: t.stats.start_ns,
             exit_ns: t.stats.exit_ns,
             util_avg: t.se.avg.util_avg,
