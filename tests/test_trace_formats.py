@@ -223,3 +223,5 @@ def test_chrome_json_draws_the_cpus_and_carries_the_ftrace_text(both) -> None:
     states = {"POLL", "C1", "C1E", "C3", "C6", "C7s", "C8", "C9", "C10"}  # skylake-8x's
     assert idle and {e["name"] for e in idle} <= states
     assert "trace_chrome" not in r.to_json(include_trace=False)
+    # the ftrace text inside gives the same events frame
+    assert r.events.equals(text.events)

@@ -192,8 +192,12 @@ class RunResult:
     @cached_property
     def events(self) -> pd.DataFrame:
         """The trace as a DataFrame: index `Time` (s), `__cpu`, `__pid`, `__comm`, `event`,
-        fields. Empty when the run was not traced."""
-        return parse_ftrace(self.trace_text or "")
+        fields, from the ftrace text (a Chrome JSON trace carries it too). Empty when the run
+        was not traced, or traced as Perfetto protobuf."""
+        text = self.trace_text
+        if text is None and self.trace_chrome is not None:
+            text = json.loads(self.trace_chrome).get("systemTraceEvents")
+        return parse_ftrace(text or "")
 
     def df_event(self, name: str) -> pd.DataFrame:
         """The trace rows of one event with that event's columns (LISA's `df_event`)."""
