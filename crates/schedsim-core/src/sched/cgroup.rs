@@ -120,6 +120,15 @@ impl Sim {
         let n = self.topo.nr_cpus();
         self.tgs = vec![TaskGroup::root(n)];
         for s in specs {
+            // the cgroup files came with 2480c093130f (v5.4)
+            let clamps = s.uclamp_min > 0.0 || s.uclamp_max < 100.0;
+            if clamps && !self.prof.at_least(5, 4) {
+                return Err(format!(
+                    "cgroup '{}': cpu.uclamp.min/max need kernel 5.4 or later (the profile is \
+                     {}.{}); leave them out or pick a later kernel",
+                    s.path, self.prof.version.0, self.prof.version.1
+                ));
+            }
             self.create_task_group(s);
         }
         Ok(())
@@ -336,17 +345,37 @@ impl Sim {
         (w as u64).max(MIN_SHARES)
     }
 
-    /// The task's effective utilization clamps: its groups' `cpu.uclamp.min/max`
-    /// (`uclamp_tg_restrict` with default task requests: min 0, max 1024).
+    /// A group's effective clamps (`cpu_util_update_eff()`): each of its requests capped by
+    /// its parent's effective value, then min ≤ max. The root's are (1024, 1024); a group's
+    /// `cpu.uclamp.min` cannot protect more than its parent's.
+    pub fn tg_uclamp_eff(&self, g: GroupId) -> (u64, u64) {
+        let Some(parent) = self.tgs[g].parent else {
+            return (1024, 1024);
+        };
+        let (pmin, pmax) = self.tg_uclamp_eff(parent);
+        let tg = &self.tgs[g];
+        let max = tg.uclamp_max.min(pmax);
+        (tg.uclamp_min.min(pmin).min(max), max)
+    }
+
+    /// The task's effective utilization clamps (`uclamp_eff_get()` → `uclamp_tg_restrict()`)
+    /// with the default requests: fair tasks min 0, max 1024; RT tasks min 1024
+    /// (`sysctl_sched_uclamp_util_min_rt_default`), max 1024. A task in the root group keeps
+    /// them. In a group, a request nobody set takes the group's effective value before v5.13;
+    /// from v5.13 (0c18f2ecfcc2) every request is clamped into the group's [min, max], so an RT
+    /// task's 1024 becomes the group's max.
     pub fn task_uclamp(&self, t: TaskId) -> (u64, u64) {
-        let mut lo = 0u64;
-        let mut hi = 1024u64;
-        for g in self.tg_ancestors(self.tasks[t].tg) {
-            let tg = &self.tgs[g];
-            lo = lo.clamp(tg.uclamp_min, tg.uclamp_max);
-            hi = hi.min(tg.uclamp_max);
+        let rt = self.is_rt(t);
+        let g = self.tasks[t].tg;
+        if g == ROOT_TG {
+            return (if rt { 1024 } else { 0 }, 1024);
         }
-        (lo.min(hi), hi)
+        let (min, max) = self.tg_uclamp_eff(g);
+        if rt && self.prof.at_least(5, 13) {
+            (max, max)
+        } else {
+            (min, max)
+        }
     }
 
     /// Whether any group sets a utilization clamp (the `sched_uclamp_used` static key); kept
@@ -372,18 +401,13 @@ impl Sim {
         }
     }
 
-    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT; RT tasks
-    /// ask for 1024 by default).
+    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT).
     pub fn rq_uclamp(&self, cpu: usize) -> crate::cpufreq::schedutil::Uclamp {
         let mut min = 0;
         let mut max = 0;
         let mut any = false;
         for &t in &self.rqs[cpu].uclamp_tasks {
-            let (lo, hi) = if self.is_rt(t) {
-                (1024, 1024)
-            } else {
-                self.task_uclamp(t)
-            };
+            let (lo, hi) = self.task_uclamp(t);
             min = min.max(lo);
             max = max.max(hi);
             any = true;

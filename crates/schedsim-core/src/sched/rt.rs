@@ -128,6 +128,12 @@ impl Sim {
         se.exec_start = now;
         se.sum_exec_runtime += delta;
         self.tasks[t].stats.cpu_ns += delta;
+        // cgroup_account_cputime(): cpu.stat's usage counts every class
+        let mut g = self.tasks[t].tg;
+        while g != super::cgroup::ROOT_TG {
+            self.tgs[g].usage_ns += delta;
+            g = self.tg_up(g);
+        }
     }
 
     pub fn pick_next_task_rt(&mut self, cpu: usize) -> Option<TaskId> {
