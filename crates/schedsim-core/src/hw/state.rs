@@ -161,10 +161,10 @@ impl Sim {
             let rate = rq.burst_rate;
             let task = &mut self.tasks[t];
             if let Some(b) = task.burst.as_mut() {
+                let used = b.advance(dt as f64, rate);
                 if !b.overhead {
-                    task.stats.user_ns += dt.min(b.duration_ns(rate).ceil() as u64);
+                    task.stats.user_ns += used.round() as u64;
                 }
-                b.advance(dt as f64, rate);
             }
         }
     }

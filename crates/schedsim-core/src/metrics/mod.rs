@@ -313,7 +313,6 @@ fn perfetto_base64(sim: &Sim, trace: &TraceBuf) -> String {
         .filter(|t| t.parent.is_none())
         .map(|t| perfetto::TaskInfo {
             pid: t.pid,
-            ppid: t.parent.map_or(0, |p| sim.tasks[p].pid),
             comm: crate::trace::ftrace::sanitize_comm(&t.comm),
         })
         .collect();
@@ -343,20 +342,20 @@ pub fn result_json(sim: &Sim, wall_s: f64) -> String {
     } else {
         0.0
     };
-    // undefined (null) without power, for a negative rate-like value (an rt-app slack) and
-    // for a time of zero
-    let perf_per_watt = if avg_w.is_nan() || avg_w <= 0.0 {
+    // undefined (null) without power, for a negative rate-like value (an rt-app slack), for a
+    // time of zero and for a null primary (NaN fails every comparison)
+    let defined = avg_w > 0.0
+        && if m.higher_is_better {
+            primary_value >= 0.0
+        } else {
+            primary_value > 0.0
+        };
+    let perf_per_watt = if !defined {
         crate::workload::NO_DATA
     } else if m.higher_is_better {
-        if primary_value >= 0.0 {
-            primary_value / avg_w
-        } else {
-            crate::workload::NO_DATA
-        }
-    } else if primary_value > 0.0 {
-        1.0 / (primary_value * avg_w)
+        primary_value / avg_w
     } else {
-        crate::workload::NO_DATA
+        1.0 / (primary_value * avg_w)
     };
     let ts = turbostat_from_counters(&base.counters, &sim.counters, sim.cfg.machine.tsc_khz);
     let n = sim.topo.nr_cpus();

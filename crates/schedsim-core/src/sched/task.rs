@@ -94,18 +94,19 @@ impl Burst {
         self.cycles / rate_cycles_per_ns + self.stall_ns
     }
 
-    /// Consume `dt` ns at `rate`; returns true when the burst is complete.
-    pub fn advance(&mut self, dt_ns: f64, rate: f64) -> bool {
+    /// Consume up to `dt` ns at `rate`; returns the time the burst used: `dt`, or what was left
+    /// of it when it ends sooner (it is then complete).
+    pub fn advance(&mut self, dt_ns: f64, rate: f64) -> f64 {
         let total = self.duration_ns(rate);
         if total <= 0.0 || dt_ns >= total - 1e-6 {
             self.cycles = 0.0;
             self.stall_ns = 0.0;
-            return true;
+            return total.clamp(0.0, dt_ns);
         }
         let keep = 1.0 - dt_ns / total;
         self.cycles *= keep;
         self.stall_ns *= keep;
-        false
+        dt_ns
     }
 }
 
@@ -257,9 +258,11 @@ mod tests {
         };
         // 4 cycles/ns: 1000 ns of cycles + 1000 ns of stall
         assert!((b.duration_ns(4.0) - 2000.0).abs() < 1e-9);
-        assert!(!b.advance(500.0, 4.0));
-        // a quarter done; at 2 cycles/ns the rest takes 3000/2 + 750 = 2250 ns
+        assert_eq!(b.advance(500.0, 4.0), 500.0);
+        // a quarter done; at 2 cycles/ns the rest takes 3000/2 + 750 = 2250 ns, so 3000 ns
+        // offered are 2250 used, and the burst is done
         assert!((b.duration_ns(2.0) - 2250.0).abs() < 1e-9);
-        assert!(b.advance(2250.0, 2.0));
+        assert!((b.advance(3000.0, 2.0) - 2250.0).abs() < 1e-6);
+        assert_eq!((b.cycles, b.stall_ns), (0.0, 0.0));
     }
 }

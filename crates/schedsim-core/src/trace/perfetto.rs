@@ -62,11 +62,10 @@ mod field {
     pub const EVENT_SCHED_MIGRATE_TASK: u32 = 491;
 }
 
-/// A task of the run, for the process tree.
+/// A task that exists from the run's start (no parent in the run), for the process tree.
 #[derive(Clone, Debug)]
 pub struct TaskInfo {
     pub pid: u32,
-    pub ppid: u32,
     pub comm: String,
 }
 
@@ -220,7 +219,7 @@ fn process_tree(tasks: &[TaskInfo]) -> Msg {
     for t in tasks {
         let mut p = Msg::default();
         p.int(field::PROCESS_PID, i64::from(t.pid))
-            .int(field::PROCESS_PPID, i64::from(t.ppid))
+            .int(field::PROCESS_PPID, 0)
             .string(field::PROCESS_CMDLINE, &t.comm);
         tree.msg(field::TREE_PROCESSES, &p);
         let mut th = Msg::default();
