@@ -74,7 +74,7 @@ FTRACE_INFO: dict[str, Any] = {
 _USED_EVENTS = frozenset(
     {"sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "cpu_frequency"}
 )
-_USED = re.compile(r": (?:sched_switch|sched_waking|sched_wakeup|sched_wakeup_new|cpu_frequency):")
+_USED = re.compile(": (?:" + "|".join(sorted(_USED_EVENTS)) + "):")
 _SLEEPING = frozenset("SITtP")
 _DEAD = frozenset("XZx")
 
@@ -149,8 +149,7 @@ def _ns(seconds: float) -> int:
 
 # A numeric `prev_state` (raw traces of some tools) in the TASK_REPORT layout of v4.14 and
 # later: S 0x1, D 0x2, T 0x4, t 0x8, X 0x10, Z 0x20, P 0x40, I 0x80, preempted 0x100.
-_STATE_BITS = ((0x1, "S"), (0x2, "D"), (0x4, "T"), (0x8, "t"), (0x10, "X"), (0x20, "Z"))
-_STATE_BITS += ((0x40, "P"), (0x80, "I"))
+_STATE_BITS = tuple((1 << i, letter) for i, letter in enumerate("SDTtXZPI"))
 
 
 def _state_letters(state: Any) -> set[str]:
@@ -176,8 +175,9 @@ def _state_kind(state: Any) -> str:
 @dataclass(frozen=True)
 class KernelCosts:
     """What the replaying machine charges a task for the kernel paths a trace's running time
-    already holds: one block and wake (`context_switch_out` + `context_switch`) and, in a causal
-    replay, one wakeup it performs (`wakeup`)."""
+    already holds: one block and wake (`context_switch`, of which the sleeper runs
+    `context_switch_out` on its way out and the rest on its way back in) and, in a causal
+    replay, one wakeup it performs (`wakeup` and the placement's `select_base`)."""
 
     switch: float = 0.0
     wakeup: float = 0.0
@@ -188,8 +188,10 @@ def replay_costs(machine: Any) -> KernelCosts:
     if machine is None or not machine.spec.core_types:
         return KernelCosts()
     cycles = machine.spec.core_types[0].kernel_cycles or {}
-    switch = float(cycles.get("context_switch", 0.0)) + float(cycles.get("context_switch_out", 0.0))
-    return KernelCosts(switch=switch, wakeup=float(cycles.get("wakeup", 0.0)))
+    # a missing key costs nothing in the core either; a waker pays `wakeup` and the placement
+    # (`select_base`, plus EAS's per-CPU terms where EAS runs, left in)
+    wakeup = float(cycles.get("wakeup", 0.0)) + float(cycles.get("select_base", 0.0))
+    return KernelCosts(switch=float(cycles.get("context_switch", 0.0)), wakeup=wakeup)
 
 
 # Converted traces by (path, mtime, size and the options): an experiment builds a config for
