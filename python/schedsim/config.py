@@ -761,12 +761,11 @@ def build_config(
         "seed": seed,
         "duration_ns": duration_ns,
         "trace": trace_format is not None,
+        "trace_format": trace_format or "ftrace",  # the default is left out of the core's JSON
         "sample_interval_ns": sample_ns,
         "tunables": settings.tunables,
         "cgroups": cgroup_specs,
     }
-    if trace_format not in (None, "ftrace"):
-        config["trace_format"] = trace_format
     if spec.get("custom") is not None:
         try:
             why = check_cgroup_refs(
