@@ -121,6 +121,11 @@ class RunResult:
     def sim(self) -> dict[str, Any]:
         return self._data.get("sim", {})
 
+    @property
+    def features(self) -> dict[str, bool]:
+        """The scheduler feature toggles in effect (`/sys/kernel/debug/sched/features`)."""
+        return self._data.get("features", {})
+
     def cpu_stat(self, path: str) -> dict[str, Any]:
         """One cgroup's cpu.stat (`usage_usec`, `nr_periods`, `nr_throttled`, `throttled_usec`,
         `nr_bursts`, `burst_usec`); KeyError naming the cgroups the run has otherwise."""

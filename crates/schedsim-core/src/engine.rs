@@ -54,6 +54,10 @@ pub enum Ev {
     CfsPeriodTimer { tg: usize },
     /// A task group's CFS bandwidth slack timer.
     CfsSlackTimer { tg: usize },
+    /// The RT bandwidth period timer (`def_rt_bandwidth`).
+    RtPeriodTimer,
+    /// The fair server's timer of `cpu` (`dl_server_timer`).
+    DlServerTimer { cpu: usize },
     /// End of the run.
     End,
 }
@@ -176,6 +180,10 @@ pub struct SchedCounters {
     pub load_balance_pulled: u64,
     pub active_balances: u64,
     pub newidle_balances: u64,
+    /// RT runqueues throttled for running past `sched_rt_runtime_us` (before v6.12).
+    pub rt_throttles: u64,
+    /// Fair-server activations: times the fair class was served ahead of RT (v6.12+).
+    pub fair_server_activations: u64,
 }
 
 /// One turbostat interval sample.
@@ -239,6 +247,8 @@ pub struct Sim {
     pub nr_overloaded: u32,
     /// CPUs with more than one runnable RT task (`rto_count`).
     pub rt_overloaded: u32,
+    /// RT throttling's period timer (before v6.12).
+    pub rt_bw: crate::sched::rt_bandwidth::RtBandwidth,
     pub live_tasks: usize,
     pub next_pid: u32,
     pub rng_workload: RngStream,
@@ -437,6 +447,7 @@ impl Sim {
             nohz_next_blocked: 0,
             nr_overloaded: 0,
             rt_overloaded: 0,
+            rt_bw: Default::default(),
             live_tasks: 0,
             next_pid: 1000,
             rng_workload: RngStream::new(seed, "workload"),
@@ -459,6 +470,10 @@ impl Sim {
         for c in 0..sim.topo.nr_cpus() {
             let fd = sim.topo.cpus[c].freq_domain;
             sim.hw.cpu_req_khz[c] = sim.fds[fd].base_khz;
+        }
+        let rt_runtime = sim.def_rt_runtime();
+        for rq in &mut sim.rqs {
+            rq.rt.rt_runtime = rt_runtime;
         }
         sim.init_idle();
         sim.init_cpufreq()?;
@@ -556,10 +571,11 @@ impl Sim {
             | Ev::Tick { cpu }
             | Ev::TaskTimer { cpu, .. }
             | Ev::IdleExit { cpu }
-            | Ev::TimerIrq { cpu } => cpu,
+            | Ev::TimerIrq { cpu }
+            | Ev::DlServerTimer { cpu } => cpu,
             Ev::FreqUpdate { fd } => self.fds[fd].cpus[0],
             Ev::PowerLimit { pkg } | Ev::HwpSample { pkg } => self.topo.package_cpus[pkg][0],
-            Ev::CfsPeriodTimer { .. } | Ev::CfsSlackTimer { .. } => 0,
+            Ev::CfsPeriodTimer { .. } | Ev::CfsSlackTimer { .. } | Ev::RtPeriodTimer => 0,
             Ev::TaskStart { .. } | Ev::Sample | Ev::MeasureStart | Ev::End => 0,
         };
         match ev {
@@ -631,6 +647,15 @@ impl Sim {
             }
             Ev::CfsSlackTimer { tg } => {
                 self.on_cfs_slack_timer(tg);
+                Ok(())
+            }
+            Ev::RtPeriodTimer => {
+                self.on_rt_period_timer();
+                Ok(())
+            }
+            Ev::DlServerTimer { cpu } => {
+                self.rqs[cpu].fair_server.timer_ev = None;
+                self.dl_server_timer(cpu);
                 Ok(())
             }
             Ev::End => {
@@ -842,6 +867,7 @@ impl Sim {
         for c in 0..self.topo.nr_cpus() {
             self.update_rq_clock(c);
             self.update_curr(c);
+            self.update_curr_rt(c);
         }
         self.sync_all();
         if self.cfg.sample_interval_ns > 0 && self.now > self.last_sample.0 {

@@ -574,9 +574,14 @@ impl Sim {
         }
     }
 
-    /// `pick_next_task()`: RT before fair (pulling a waiting RT task from an overloaded CPU
-    /// first), then the fair class.
+    /// `pick_next_task()`: the fair server when it serves (v6.12+), then RT (pulling a waiting
+    /// RT task from an overloaded CPU first), then the fair class.
     fn pick_next_task(&mut self, cpu: usize) -> Option<TaskId> {
+        if self.fair_server_queued(cpu) {
+            if let Some(t) = self.pick_next_task_fair(cpu) {
+                return Some(t);
+            }
+        }
         if self.rt_overloaded > 0 {
             self.pull_rt_task(cpu);
         }
@@ -647,6 +652,8 @@ impl Sim {
             Some(n) => {
                 if prev.is_none() {
                     self.leave_idle(cpu);
+                    // put_prev_task_idle()
+                    self.dl_server_update_idle_time(cpu);
                 }
                 self.rqs[cpu].curr = Some(n);
                 let irq = std::mem::take(&mut self.rqs[cpu].idle_kernel_cycles);
@@ -682,6 +689,8 @@ impl Sim {
             }
             None => {
                 self.rqs[cpu].curr = None;
+                // set_next_task_idle()
+                self.rqs[cpu].fair_server.idle_exec_start = self.rqs[cpu].clock_task;
                 self.enter_idle(cpu);
                 self.hw_update_for(cpu);
             }

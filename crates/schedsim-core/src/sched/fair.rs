@@ -266,6 +266,7 @@ impl Sim {
         if self.tasks[t].tg != super::cgroup::ROOT_TG {
             self.account_cfs_rq_runtime(cpu, t, delta);
         }
+        self.dl_server_update(cpu, delta);
     }
 
     /// `update_min_vruntime()`: monotonic, follows min(curr, leftmost).
@@ -481,11 +482,18 @@ impl Sim {
             self.place_entity(cpu, t, f);
         }
         let w = self.tasks[t].se.weight;
+        let first_fair = self.rqs[cpu].cfs.nr_running == 0;
         let cfs = &mut self.rqs[cpu].cfs;
         cfs.load_weight += w;
         cfs.nr_running += 1;
         if !is_curr {
             cfs.queued.push(t);
+        }
+        if first_fair && self.fair_server_enabled() {
+            if self.rqs[cpu].rt.nr_queued() == 0 && self.rqs[cpu].curr.is_none() {
+                self.dl_server_update_idle_time(cpu);
+            }
+            self.dl_server_start(cpu);
         }
         self.tasks[t].se.on_rq = true;
         let rq = &mut self.rqs[cpu];
@@ -627,6 +635,9 @@ impl Sim {
         cfs.nr_running -= 1;
         if self.rqs[cpu].nr_running() == 1 {
             self.nr_overloaded -= 1;
+        }
+        if self.rqs[cpu].cfs.nr_running == 0 {
+            self.dl_server_stop(cpu);
         }
         self.tasks[t].se.on_rq = false;
         if self.prof.fair == FairFlavor::Cfs && !sleep {

@@ -5,12 +5,14 @@ pub mod balance_load;
 pub mod bandwidth;
 pub mod cgroup;
 pub mod core;
+pub mod dl_server;
 pub mod domain;
 pub mod eas;
 pub mod fair;
 pub mod pelt;
 pub mod rq;
 pub mod rt;
+pub mod rt_bandwidth;
 pub mod select;
 pub mod task;
 
@@ -31,6 +33,14 @@ pub struct Tunables {
     pub sched_cfs_bandwidth_slice_us: u64,
     /// `sched_energy_aware` (v5.0): 0 turns Energy Aware Scheduling off where it would be on.
     pub sched_energy_aware: bool,
+    /// `sched_rt_runtime_us` (-1: RT tasks are never throttled) and `sched_rt_period_us`:
+    /// RT throttling before v6.12.
+    pub sched_rt_runtime_us: i64,
+    pub sched_rt_period_us: u64,
+    /// The fair server's `runtime` and `period` (debugfs `sched/fair_server/cpuN/`, ns;
+    /// v6.12+). A runtime of 0 turns the server off.
+    pub fair_server_runtime_ns: u64,
+    pub fair_server_period_ns: u64,
 }
 
 const TUNABLE_NAMES: &[&str] = &[
@@ -43,6 +53,10 @@ const TUNABLE_NAMES: &[&str] = &[
     "sched_tunable_scaling",
     "sched_cfs_bandwidth_slice_us",
     "sched_energy_aware",
+    "sched_rt_runtime_us",
+    "sched_rt_period_us",
+    "fair_server_runtime_ns",
+    "fair_server_period_ns",
 ];
 
 impl Tunables {
@@ -84,6 +98,10 @@ impl Tunables {
             sched_nr_migrate: 32,
             sched_cfs_bandwidth_slice_us: 5000,
             sched_energy_aware: true,
+            sched_rt_runtime_us: 950_000,
+            sched_rt_period_us: 1_000_000,
+            fair_server_runtime_ns: 50_000_000,
+            fair_server_period_ns: 1_000_000_000,
         };
         for (k, v) in overrides {
             match k.as_str() {
@@ -107,8 +125,36 @@ impl Tunables {
                     t.sched_cfs_bandwidth_slice_us = int_value(k, v, 1, 1_000_000)? as u64
                 }
                 "sched_energy_aware" => t.sched_energy_aware = flag_value(k, v)?,
+                "sched_rt_runtime_us" => {
+                    t.sched_rt_runtime_us = int_value(k, v, -1, i32::MAX as i64)?
+                }
+                "sched_rt_period_us" => {
+                    t.sched_rt_period_us = int_value(k, v, 1, i32::MAX as i64)? as u64
+                }
+                // sched_fair_server_write(): period within 100 us..~4.2 s (1 << 22 us)
+                "fair_server_period_ns" => {
+                    t.fair_server_period_ns = int_value(k, v, 100_000, (1 << 22) * 1000)? as u64
+                }
+                "fair_server_runtime_ns" => {
+                    t.fair_server_runtime_ns = int_value(k, v, 0, (1 << 22) * 1000)? as u64
+                }
                 _ => {}
             }
+        }
+        // sched_rt_global_validate() and sched_fair_server_write() refuse a runtime above the
+        // period
+        if t.sched_rt_runtime_us > t.sched_rt_period_us as i64 {
+            return Err(format!(
+                "tunable sched_rt_runtime_us = {}: must not exceed sched_rt_period_us = {} \
+                 (or be -1 for no RT throttling)",
+                t.sched_rt_runtime_us, t.sched_rt_period_us
+            ));
+        }
+        if t.fair_server_runtime_ns > t.fair_server_period_ns {
+            return Err(format!(
+                "tunable fair_server_runtime_ns = {}: must not exceed fair_server_period_ns = {}",
+                t.fair_server_runtime_ns, t.fair_server_period_ns
+            ));
         }
         if overrides.contains_key("sched_latency_ns")
             || overrides.contains_key("sched_min_granularity_ns")

@@ -59,6 +59,8 @@ pub struct Rq {
     pub curr: Option<TaskId>,
     pub cfs: CfsRq,
     pub rt: super::rt::RtRq,
+    /// `rq->fair_server` (v6.12+).
+    pub fair_server: super::dl_server::FairServer,
     /// Tasks on this rq in `cfs_tasks` order: the back was picked or enqueued most recently.
     pub cfs_tasks: Vec<TaskId>,
     pub clock_task: Time,
@@ -131,6 +133,10 @@ impl Rq {
                 ..CfsRq::default()
             },
             rt: super::rt::RtRq::default(),
+            fair_server: super::dl_server::FairServer {
+                idle_exec_start: BOOT_CLOCK_NS,
+                ..Default::default()
+            },
             cfs_tasks: Vec::new(),
             clock_task: BOOT_CLOCK_NS,
             clock_pelt: BOOT_CLOCK_NS,
@@ -169,9 +175,9 @@ impl Rq {
         }
     }
 
-    /// `rq->nr_running`: fair and RT tasks.
+    /// `rq->nr_running`: fair and RT tasks (those of a throttled RT runqueue do not count).
     pub fn nr_running(&self) -> u32 {
-        self.cfs.nr_running + self.rt.queue.len() as u32
+        self.cfs.nr_running + self.rt.nr_queued()
     }
 
     /// `rq_clock_pelt()`.

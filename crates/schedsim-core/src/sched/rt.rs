@@ -6,9 +6,11 @@
 //! CPU about to run something lower; the RT utilization signal (`update_rt_rq_load_avg`), which
 //! reduces the capacity left for CFS and makes schedutil run at maximum.
 //!
-//! Simplifications: no RT throttling (sched_rt_runtime_us) or fair server, no priority
-//! inheritance, no SCHED_DEADLINE; `find_lowest_rq` prefers prev, then the waking CPU, then
-//! the lowest-numbered candidate in prev's LLC.
+//! RT throttling (`sched_rt_runtime_us`, before v6.12) is in `rt_bandwidth.rs`, the fair
+//! server that replaced it in `dl_server.rs`.
+//!
+//! Simplifications: no priority inheritance, no SCHED_DEADLINE tasks; `find_lowest_rq`
+//! prefers prev, then the waking CPU, then the lowest-numbered candidate in prev's LLC.
 
 use super::pelt::RunnableKind;
 use super::task::{Policy, TaskId};
@@ -25,6 +27,22 @@ pub struct RtRq {
     pub queue: Vec<TaskId>,
     pub curr: Option<TaskId>,
     pub avg: super::pelt::SchedAvg,
+    /// RT throttling (`rt_bandwidth.rs`): time run in this period, the runtime allowed (ns,
+    /// `RUNTIME_INF` without limit) and whether the runqueue is throttled.
+    pub rt_time: u64,
+    pub rt_runtime: u64,
+    pub rt_throttled: bool,
+}
+
+impl RtRq {
+    /// The RT tasks counted in `rq->nr_running`: none while throttled (`rt_queued == 0`).
+    pub fn nr_queued(&self) -> u32 {
+        if self.rt_throttled {
+            0
+        } else {
+            self.queue.len() as u32
+        }
+    }
 }
 
 impl Sim {
@@ -32,9 +50,9 @@ impl Sim {
         matches!(self.tasks[t].policy, Policy::Fifo | Policy::Rr)
     }
 
-    /// `rt_rq_is_runnable()`.
+    /// `rt_rq_is_runnable()`: queued RT tasks on a runqueue that is not throttled.
     pub fn rt_runnable(&self, cpu: usize) -> bool {
-        !self.rqs[cpu].rt.queue.is_empty()
+        self.rqs[cpu].rt.nr_queued() > 0
     }
 
     /// `cpu_util_rt()`.
@@ -95,9 +113,10 @@ impl Sim {
             self.rt_overloaded += 1;
         }
         self.tasks[t].se.on_rq = true;
-        if self.rqs[cpu].nr_running() == 2 {
+        if self.rqs[cpu].nr_running() == 2 && !self.rqs[cpu].rt.rt_throttled {
             self.nr_overloaded += 1;
         }
+        self.start_rt_bandwidth();
     }
 
     pub fn dequeue_task_rt(&mut self, cpu: usize, t: TaskId) {
@@ -112,7 +131,7 @@ impl Sim {
             }
         }
         self.tasks[t].se.on_rq = false;
-        if self.rqs[cpu].nr_running() == 1 {
+        if self.rqs[cpu].nr_running() == 1 && !self.rqs[cpu].rt.rt_throttled {
             self.nr_overloaded -= 1;
         }
     }
@@ -128,6 +147,7 @@ impl Sim {
         se.exec_start = now;
         se.sum_exec_runtime += delta;
         self.tasks[t].stats.cpu_ns += delta;
+        self.account_rt_runtime(cpu, delta);
         // cgroup_account_cputime(): cpu.stat's usage counts every class
         let mut g = self.tasks[t].tg;
         while g != super::cgroup::ROOT_TG {
@@ -137,6 +157,9 @@ impl Sim {
     }
 
     pub fn pick_next_task_rt(&mut self, cpu: usize) -> Option<TaskId> {
+        if self.rqs[cpu].rt.rt_throttled {
+            return None;
+        }
         let t = self.rt_best(cpu)?;
         self.update_rt_rq_load_avg(cpu);
         self.rqs[cpu].rt.curr = Some(t);

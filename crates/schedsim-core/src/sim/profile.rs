@@ -98,6 +98,9 @@ pub struct SchedFeatures {
     pub sis_util: bool,
     pub lb_min: bool,
     pub base_slice: bool,
+    /// `RT_RUNTIME_SHARE`: a CPU whose RT runtime ran out borrows other CPUs' unused runtime
+    /// (on before v5.10, 2586af1ac187 "sched/rt: Disable RT_RUNTIME_SHARE by default").
+    pub rt_runtime_share: bool,
 }
 
 /// Everything version-dependent that the model consults.
@@ -172,6 +175,7 @@ const BOOL_FEATURES: &[&str] = &[
     "LB_MIN",
     "BASE_SLICE",
     "RUNNABLE_BOOST",
+    "RT_RUNTIME_SHARE",
 ];
 
 /// Non-boolean features: name and allowed values.
@@ -206,6 +210,7 @@ impl KernelProfile {
             sis_util: at_least(6, 0),
             lb_min: false,
             base_slice: at_least(5, 13) && !eevdf,
+            rt_runtime_share: !at_least(5, 10),
         };
         let mut p = KernelProfile {
             version,
@@ -304,6 +309,7 @@ impl KernelProfile {
             "LB_MIN" => f.lb_min = on,
             "BASE_SLICE" => f.base_slice = on,
             "RUNNABLE_BOOST" => self.runnable_boost = on,
+            "RT_RUNTIME_SHARE" => f.rt_runtime_share = on,
             _ => unreachable!("every BOOL_FEATURES entry is matched"),
         }
         Ok(())
@@ -311,6 +317,13 @@ impl KernelProfile {
 
     pub fn at_least(&self, major: u32, minor: u32) -> bool {
         self.version >= (major, minor)
+    }
+
+    /// What keeps RT tasks from starving the fair class: RT throttling
+    /// (`sched_rt_runtime_us`) before v6.12, the fair deadline server from v6.12
+    /// (5f6bd380c7bd, "sched/rt: Remove default bandwidth control", without RT_GROUP_SCHED).
+    pub fn fair_server(&self) -> bool {
+        self.at_least(6, 12)
     }
 
     /// Jiffy length in ns.
@@ -353,6 +366,7 @@ impl KernelProfile {
             ("LB_MIN", f.lb_min),
             ("BASE_SLICE", f.base_slice),
             ("RUNNABLE_BOOST", self.runnable_boost),
+            ("RT_RUNTIME_SHARE", f.rt_runtime_share),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
