@@ -72,6 +72,7 @@ def test_from_v6_12_the_fair_server_replaces_rt_throttling() -> None:
         ({"sched_rt_runtime_us": -2}, "sched_rt_runtime_us = -2"),
         ({"fair_server_period_ns": 10}, "fair_server_period_ns = 10"),
         ({"features.RT_RUNTIME_SHARE": 2}, "RT_RUNTIME_SHARE"),
+        ({"fair_server_runtime_ns": 10_000_000}, "the fair server exists from kernel 6.12"),
     ],
 )
 def test_bad_values_are_refused_with_their_key(sets, message) -> None:

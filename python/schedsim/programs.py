@@ -204,6 +204,17 @@ def set_affinity(*cpus: int) -> Op:
     return {"op": "set_affinity", "cpus": [int(c) for c in cpus]}
 
 
+def set_uclamp(min: int | None = None, max: int | None = None) -> Op:  # noqa: A002
+    """sched_setattr() with SCHED_FLAG_UTIL_CLAMP on itself (kernel 5.3+): the task's
+    utilization clamp requests, 0..1024; one left out keeps its current request."""
+    op: Op = {"op": "set_uclamp"}
+    if min is not None:
+        op["min"] = int(min)
+    if max is not None:
+        op["max"] = int(max)
+    return op
+
+
 def loop(*body: Op, count: int = -1) -> Op:
     """Repeat `body` `count` times (`count < 0`: forever)."""
     return {"op": "loop", "count": int(count), "body": list(body)}
@@ -221,13 +232,16 @@ def task(
     delay_ns: int = 0,
     start_cpu: int | None = None,
     cgroup: str | None = None,
+    uclamp_min: int | None = None,
+    uclamp_max: int | None = None,
 ) -> dict[str, Any]:
     """A task template; `start=False` templates are only created by a `fork` op naming them.
 
     `start_cpu` places an initial task on that CPU instead of fork balancing. `cgroup` puts
     the template's tasks in that cgroup (a path defined by the run's `cgroups`, e.g. `"cg1"`
     or `"a/b"`); without it, an initial task starts in the root group and a forked one in its
-    parent's group.
+    parent's group. `uclamp_min` / `uclamp_max` (0..1024, kernel 5.3+) are the tasks'
+    utilization clamp requests from creation, as `sched_setattr()` sets them.
     """
     spec: dict[str, Any] = {
         "name": name,
@@ -244,6 +258,10 @@ def task(
         spec["start_cpu"] = start_cpu
     if cgroup is not None:
         spec["cgroup"] = cgroup
+    if uclamp_min is not None:
+        spec["uclamp_min"] = uclamp_min
+    if uclamp_max is not None:
+        spec["uclamp_max"] = uclamp_max
     return spec
 
 

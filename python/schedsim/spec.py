@@ -342,6 +342,12 @@ class SetAffinityOp(_Strict):
     cpus: list[NonNegativeInt]
 
 
+class SetUclampOp(_Strict):
+    op: Literal["set_uclamp"] = "set_uclamp"
+    min: Annotated[int, Field(ge=0, le=1024)] | None = None
+    max: Annotated[int, Field(ge=0, le=1024)] | None = None
+
+
 OpSpec = Annotated[
     RunOp
     | RunForOp
@@ -375,7 +381,8 @@ OpSpec = Annotated[
     | ResumeOp
     | YieldOp
     | ClockOp
-    | SetAffinityOp,
+    | SetAffinityOp
+    | SetUclampOp,
     Field(discriminator="op"),
 ]
 LoopOp.model_rebuild()
@@ -392,6 +399,8 @@ class TaskSpec(_Strict):
     delay_ns: NonNegativeInt = 0
     start_cpu: NonNegativeInt | None = None
     cgroup: str | None = None
+    uclamp_min: Annotated[int, Field(ge=0, le=1024)] | None = None
+    uclamp_max: Annotated[int, Field(ge=0, le=1024)] | None = None
     program: list[OpSpec]
 
 

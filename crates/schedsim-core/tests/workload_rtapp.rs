@@ -310,8 +310,6 @@ fn malformed_files_are_errors_that_name_the_file_line_and_key() {
 #[test]
 fn unsupported_properties_and_events_name_themselves() {
     let cases = [
-        ("\"util_min\": 512", "util_min"),
-        ("\"util_max\": 300", "util_max"),
         ("\"policy\": \"SCHED_DEADLINE\"", "SCHED_DEADLINE"),
         ("\"dl-period\": 1000", "dl-period"),
         ("\"nodes_membind\": [0]", "nodes_membind"),
@@ -328,6 +326,21 @@ fn unsupported_properties_and_events_name_themselves() {
         );
         let e = build_err(machine(2, None), &p);
         assert!(e.contains("unsupported") && e.contains(name), "{prop}: {e}");
+    }
+    // utilization clamps are read; a value rt-app's kernel would refuse is an error
+    for (i, prop) in ["\"util_min\": 2000", "\"util_max\": -2"]
+        .iter()
+        .enumerate()
+    {
+        let p = temp_file(
+            &format!("clamp{i}.json"),
+            &format!("{{\"tasks\": {{\"t\": {{\"run\": 100, {prop}}}}}}}"),
+        );
+        let e = build_err(machine(2, None), &p);
+        assert!(
+            e.contains("util_m") && e.contains("or 0..1024"),
+            "{prop}: {e}"
+        );
     }
     // a phase may restate the task's scheduling but not change it
     let p = temp_file(

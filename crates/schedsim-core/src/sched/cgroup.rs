@@ -131,6 +131,22 @@ impl Sim {
             }
             self.create_task_group(s);
         }
+        // sched_setattr()'s SCHED_FLAG_UTIL_CLAMP came with a509a7cd7974 (v5.3)
+        if !self.prof.at_least(5, 3) {
+            let clamped = self.compiled.programs.iter().find(|p| {
+                p.uclamp.iter().any(Option::is_some)
+                    || p.ops
+                        .iter()
+                        .any(|op| matches!(op, crate::workload::program::Op::SetUclamp { .. }))
+            });
+            if let Some(p) = clamped {
+                return Err(format!(
+                    "task '{}': per-task utilization clamps (uclamp_min/uclamp_max, set_uclamp) \
+                     need kernel 5.3 or later (the profile is {}.{})",
+                    p.name, self.prof.version.0, self.prof.version.1
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -356,66 +372,5 @@ impl Sim {
         let tg = &self.tgs[g];
         let max = tg.uclamp_max.min(pmax);
         (tg.uclamp_min.min(pmin).min(max), max)
-    }
-
-    /// The task's effective utilization clamps (`uclamp_eff_get()` → `uclamp_tg_restrict()`)
-    /// with the default requests: fair tasks min 0, max 1024; RT tasks min 1024
-    /// (`sysctl_sched_uclamp_util_min_rt_default`), max 1024. A task in the root group keeps
-    /// them. In a group, a request nobody set takes the group's effective value before v5.13;
-    /// from v5.13 (0c18f2ecfcc2) every request is clamped into the group's [min, max], so an RT
-    /// task's 1024 becomes the group's max.
-    pub fn task_uclamp(&self, t: TaskId) -> (u64, u64) {
-        let rt = self.is_rt(t);
-        let g = self.tasks[t].tg;
-        if g == ROOT_TG {
-            return (if rt { 1024 } else { 0 }, 1024);
-        }
-        let (min, max) = self.tg_uclamp_eff(g);
-        if rt && self.prof.at_least(5, 13) {
-            (max, max)
-        } else {
-            (min, max)
-        }
-    }
-
-    /// Whether any group sets a utilization clamp (the `sched_uclamp_used` static key); kept
-    /// in `Sim::uclamp_in_use` once the groups exist.
-    pub fn uclamp_used(&self) -> bool {
-        self.tgs
-            .iter()
-            .skip(1)
-            .any(|g| g.uclamp_min > 0 || g.uclamp_max < 1024)
-    }
-
-    /// `uclamp_rq_inc()`: count a task in its rq's clamps (only while groups set clamps).
-    pub fn uclamp_rq_inc(&mut self, cpu: usize, t: TaskId) {
-        if self.has_task_groups() && !self.rqs[cpu].uclamp_tasks.contains(&t) {
-            self.rqs[cpu].uclamp_tasks.push(t);
-        }
-    }
-
-    /// `uclamp_rq_dec()`.
-    pub fn uclamp_rq_dec(&mut self, cpu: usize, t: TaskId) {
-        if self.has_task_groups() {
-            self.rqs[cpu].uclamp_tasks.retain(|&x| x != t);
-        }
-    }
-
-    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT).
-    pub fn rq_uclamp(&self, cpu: usize) -> crate::cpufreq::schedutil::Uclamp {
-        let mut min = 0;
-        let mut max = 0;
-        let mut any = false;
-        for &t in &self.rqs[cpu].uclamp_tasks {
-            let (lo, hi) = self.task_uclamp(t);
-            min = min.max(lo);
-            max = max.max(hi);
-            any = true;
-        }
-        if !any {
-            // an idle rq keeps no clamp: the max clamp is released
-            max = 1024;
-        }
-        crate::cpufreq::schedutil::Uclamp { min, max }
     }
 }

@@ -78,6 +78,7 @@ impl Sim {
         let tg = self.program_tg[program]
             .or_else(|| parent.map(|p| self.tasks[p].tg))
             .unwrap_or(super::cgroup::ROOT_TG);
+        let uclamp_req = prog.uclamp.map(|v| v.map(u64::from));
         self.tasks.push(Task {
             id,
             pid,
@@ -124,6 +125,7 @@ impl Sim {
             tg,
             own_weight: weight,
             throttled: false,
+            uclamp_req,
             stats: Default::default(),
         });
         self.live_tasks += 1;
@@ -1537,6 +1539,11 @@ impl Sim {
             Op::SetAffinity { cpus } => {
                 self.tasks[t].pc += 1;
                 Ok(!self.set_cpus_allowed(t, cpu, &cpus))
+            }
+            Op::SetUclamp { min, max } => {
+                self.tasks[t].pc += 1;
+                self.sched_setattr_uclamp(t, cpu, [min, max]);
+                Ok(true)
             }
         }
     }

@@ -15,7 +15,8 @@
 //!
 //! Simplifications: the v5.4 algorithm stands for every version from 5.4 (the v6.0 `energy_env`
 //! rework and margin removal change no decision in the cases modelled here except the 1/16
-//! margin, which is dropped from 6.0); no thermal pressure, uclamp or irq time.
+//! margin, which is dropped from 6.0); the clamps of v5.6+ (`uclamp.rs`: the fit check and
+//! the frequency estimate); no thermal pressure or irq time.
 
 use super::task::TaskId;
 use crate::engine::Sim;
@@ -143,7 +144,13 @@ impl Sim {
 
     /// `cpu_overutilized()`.
     pub fn cpu_overutilized(&self, cpu: usize) -> bool {
-        !fits_capacity(self.cpu_util_cfs(cpu), self.capacity_of(cpu))
+        let util = self.cpu_util_cfs(cpu);
+        if self.uclamp_in_use && self.prof.at_least(6, 2) {
+            // v6.2: util_fits_cpu() with the rq's clamps
+            let c = self.rq_uclamp(cpu);
+            return !self.util_fits_cpu(util, c.min, c.max, cpu);
+        }
+        !fits_capacity(util, self.capacity_of(cpu))
     }
 
     /// `update_overutilized_status()`: set (never cleared here) when this CPU is overutilized.
@@ -158,11 +165,6 @@ impl Sim {
         if self.eas.enabled {
             self.eas.overutilized = (0..self.topo.nr_cpus()).any(|c| self.cpu_overutilized(c));
         }
-    }
-
-    /// `task_fits_cpu()`.
-    pub fn task_fits_cpu(&self, t: TaskId, cpu: usize) -> bool {
-        fits_capacity(self.task_util_est(t), self.capacity_of(cpu))
     }
 
     /// `update_misfit_status()` at the tick: the running task does not fit this CPU.
@@ -208,11 +210,19 @@ impl Sim {
     pub fn pd_energy(&self, pd: usize, p: TaskId, dst: Option<usize>, ops: &mut EasOps) -> f64 {
         let cap = self.eas.pds[pd].capacity;
         let (mut max_util, mut sum_util) = (0, 0);
+        let uclamp = self.prof.at_least(5, 6);
         for &cpu in &self.eas.pds[pd].cpus {
             ops.cpus_visited += 1;
             let u = self.cpu_util_next(cpu, p, dst).min(cap) + self.cpu_util_rt(cpu);
             sum_util += u.min(cap);
-            max_util = max_util.max(u.min(cap));
+            // FREQUENCY_UTIL (v5.6+): the clamps of the rq, and of p where it would run
+            let f = if uclamp {
+                let tsk = (dst == Some(cpu)).then_some(p);
+                self.uclamp_rq_util_with(cpu, u, tsk)
+            } else {
+                u
+            };
+            max_util = max_util.max(f.min(cap));
         }
         self.em_pd_energy(pd, max_util, sum_util, ops)
     }
@@ -262,8 +272,8 @@ impl Sim {
                     best_energy = best_energy.min(prev_energy);
                     continue;
                 }
-                if cap - util > max_spare {
-                    max_spare = cap - util;
+                if cap.saturating_sub(util) > max_spare {
+                    max_spare = cap.saturating_sub(util);
                     max_spare_cpu = Some(cpu);
                 }
             }
@@ -300,15 +310,15 @@ impl Sim {
                 ops.cpus_visited += 1;
                 let util = self.cpu_util_next(cpu, p, Some(cpu));
                 let cap = self.capacity_of(cpu);
-                if !fits_capacity(util, cap) {
+                if !self.feec_fits(p, cpu, util) {
                     continue;
                 }
                 if cpu == prev {
                     prev_delta = self.pd_energy(pd, p, Some(prev), ops) - base_pd;
                     best_delta = best_delta.min(prev_delta);
                 }
-                if cap - util > max_spare {
-                    max_spare = cap - util;
+                if cap.saturating_sub(util) > max_spare {
+                    max_spare = cap.saturating_sub(util);
                     max_spare_cpu = Some(cpu);
                 }
             }

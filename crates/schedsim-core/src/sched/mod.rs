@@ -15,6 +15,7 @@ pub mod rt;
 pub mod rt_bandwidth;
 pub mod select;
 pub mod task;
+pub mod uclamp;
 
 use crate::sim::profile::KernelProfile;
 use std::collections::BTreeMap;
@@ -41,6 +42,12 @@ pub struct Tunables {
     /// v6.12+). A runtime of 0 turns the server off.
     pub fair_server_runtime_ns: u64,
     pub fair_server_period_ns: u64,
+    /// `sched_util_clamp_min`, `sched_util_clamp_max` (v5.3+): system-wide limits on every
+    /// task's effective clamps; `sched_util_clamp_min_rt_default` (v5.10+): RT tasks' default
+    /// `uclamp_min` request.
+    pub sched_util_clamp_min: u64,
+    pub sched_util_clamp_max: u64,
+    pub sched_util_clamp_min_rt_default: u64,
 }
 
 const TUNABLE_NAMES: &[&str] = &[
@@ -57,6 +64,9 @@ const TUNABLE_NAMES: &[&str] = &[
     "sched_rt_period_us",
     "fair_server_runtime_ns",
     "fair_server_period_ns",
+    "sched_util_clamp_min",
+    "sched_util_clamp_max",
+    "sched_util_clamp_min_rt_default",
 ];
 
 impl Tunables {
@@ -102,6 +112,9 @@ impl Tunables {
             sched_rt_period_us: 1_000_000,
             fair_server_runtime_ns: 50_000_000,
             fair_server_period_ns: 1_000_000_000,
+            sched_util_clamp_min: 1024,
+            sched_util_clamp_max: 1024,
+            sched_util_clamp_min_rt_default: 1024,
         };
         for (k, v) in overrides {
             match k.as_str() {
@@ -138,7 +151,41 @@ impl Tunables {
                 "fair_server_runtime_ns" => {
                     t.fair_server_runtime_ns = int_value(k, v, 0, (1 << 22) * 1000)? as u64
                 }
+                "sched_util_clamp_min" => t.sched_util_clamp_min = int_value(k, v, 0, 1024)? as u64,
+                "sched_util_clamp_max" => t.sched_util_clamp_max = int_value(k, v, 0, 1024)? as u64,
+                "sched_util_clamp_min_rt_default" => {
+                    t.sched_util_clamp_min_rt_default = int_value(k, v, 0, 1024)? as u64
+                }
                 _ => {}
+            }
+        }
+        // the uclamp sysctls came with v5.3 (e8f14172c6b1), the RT default with v5.10
+        // (13685c4a08fc)
+        for (k, since) in [
+            ("sched_util_clamp_min", (5, 3)),
+            ("sched_util_clamp_max", (5, 3)),
+            ("sched_util_clamp_min_rt_default", (5, 10)),
+        ] {
+            if overrides.contains_key(k) && prof.version < since {
+                return Err(format!(
+                    "tunable {k}: needs kernel {}.{} or later (this run's kernel is {}.{})",
+                    since.0, since.1, prof.version.0, prof.version.1
+                ));
+            }
+        }
+        if t.sched_util_clamp_min > t.sched_util_clamp_max {
+            return Err(format!(
+                "tunable sched_util_clamp_min = {}: must not exceed sched_util_clamp_max = {}",
+                t.sched_util_clamp_min, t.sched_util_clamp_max
+            ));
+        }
+        for k in ["fair_server_runtime_ns", "fair_server_period_ns"] {
+            if overrides.contains_key(k) && !prof.fair_server() {
+                return Err(format!(
+                    "tunable {k}: the fair server exists from kernel 6.12 (this run's kernel is \
+                     {}.{}); before 6.12 set sched_rt_runtime_us and sched_rt_period_us",
+                    prof.version.0, prof.version.1
+                ));
             }
         }
         // sched_rt_global_validate() and sched_fair_server_write() refuse a runtime above the

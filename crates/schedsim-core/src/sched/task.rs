@@ -215,6 +215,9 @@ pub struct Task {
     pub own_weight: u64,
     /// Held by a throttled group cfs_rq: runnable but on no runqueue.
     pub throttled: bool,
+    /// `p->uclamp_req[UCLAMP_MIN, UCLAMP_MAX]` set by `sched_setattr()` (`None`: not user
+    /// defined, the default request).
+    pub uclamp_req: [Option<u64>; 2],
     pub stats: TaskStats,
 }
 

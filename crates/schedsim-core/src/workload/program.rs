@@ -123,6 +123,12 @@ pub enum Op {
     SetAffinity {
         cpus: Vec<usize>,
     },
+    /// `sched_setattr()` with `SCHED_FLAG_UTIL_CLAMP` on itself: each `Some` becomes the
+    /// task's request for that clamp.
+    SetUclamp {
+        min: Option<u32>,
+        max: Option<u32>,
+    },
 }
 
 /// One task template.
@@ -139,6 +145,8 @@ pub struct Program {
     pub start_cpu: Option<usize>,
     /// The template's cgroup path (`None`: inherit the parent's group, or the root).
     pub cgroup: Option<String>,
+    /// Utilization clamp requests (min, max) from creation (`None`: the default).
+    pub uclamp: [Option<u32>; 2],
     pub ops: Vec<Op>,
 }
 
@@ -425,6 +433,13 @@ fn compile_ops(ops: &[OpSpec], ctx: &mut Ctx, out: &mut Vec<Op>) -> Result<(), S
                 }
             }
             OpSpec::SetAffinity { cpus } => Op::SetAffinity { cpus: cpus.clone() },
+            OpSpec::SetUclamp { min, max } => {
+                check_uclamp(&format!("task '{}': op set_uclamp", ctx.task), *min, *max)?;
+                Op::SetUclamp {
+                    min: *min,
+                    max: *max,
+                }
+            }
             OpSpec::Loop { count, body } => {
                 let begin = out.len();
                 out.push(Op::LoopBegin {
@@ -556,6 +571,7 @@ fn compile_task(
             t.name, t.policy
         ));
     }
+    check_uclamp(&format!("task '{}'", t.name), t.uclamp_min, t.uclamp_max)?;
     let mut ops = Vec::new();
     let mut ctx = Ctx {
         chans,
@@ -581,8 +597,26 @@ fn compile_task(
         delay_ns: t.delay_ns,
         start_cpu: t.start_cpu,
         cgroup: t.cgroup.clone(),
+        uclamp: [t.uclamp_min, t.uclamp_max],
         ops,
     })
+}
+
+/// `__checkparam_uclamp()`: each clamp within 0..1024 (`SCHED_CAPACITY_SCALE`), min <= max.
+fn check_uclamp(what: &str, min: Option<u32>, max: Option<u32>) -> Result<(), String> {
+    for (name, v) in [("uclamp_min", min), ("uclamp_max", max)] {
+        if let Some(v) = v.filter(|&v| v > 1024) {
+            return Err(format!("{what}: {name} = {v}: allowed range 0..=1024"));
+        }
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            return Err(format!(
+                "{what}: uclamp_min = {lo} exceeds uclamp_max = {hi}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Compiled {

@@ -175,6 +175,8 @@ struct Phase {
     loops: i64,
     events: Vec<Event>,
     cpus: Option<Vec<usize>>,
+    /// The phase's own `util_min`, `util_max` (see `SchedKeys::uclamp`).
+    uclamp: [Option<i64>; 2],
 }
 
 #[derive(Clone, Debug)]
@@ -192,6 +194,8 @@ struct TaskDef {
     /// `taskgroup`: the cgroup path, `/`-prefixed (created with default settings unless the
     /// run configures it); `None` = the root group.
     taskgroup: Option<String>,
+    /// The task's `util_min`, `util_max` (see `SchedKeys::uclamp`).
+    uclamp: [Option<i64>; 2],
 }
 
 /// The `global` section.
@@ -359,6 +363,8 @@ struct SchedKeys<'a> {
     policy: Option<(&'static str, &'a Node)>,
     priority: Option<&'a Node>,
     cpus: Option<Vec<usize>>,
+    /// `util_min`, `util_max` as written: -1 keeps the current request, 0..1024 sets it.
+    uclamp: [Option<i64>; 2],
     /// `taskgroup` and where it was written; `Some(None)` = the root group.
     taskgroup: Option<(Option<String>, &'a Node)>,
 }
@@ -390,14 +396,15 @@ fn sched_key<'a>(
             }
         }
         "util_min" | "util_max" => {
-            if cx.int(v, &p)? != -1 {
-                return Err(cx.unsupported(
+            let n = cx.int(v, &p)?;
+            if !(-1..=1024).contains(&n) {
+                return Err(cx.err(
                     m.pos,
                     &p,
-                    &format!("property '{}'", m.key),
-                    "the core has no uclamp",
+                    format!("{n}: expected -1 (keep the current clamp) or 0..1024"),
                 ));
             }
+            out.uclamp[(m.key == "util_max") as usize] = Some(n);
         }
         "taskgroup" => {
             let g = cx.string(v, &p)?;
@@ -678,6 +685,7 @@ fn parse_phase<'a>(
             loops,
             events,
             cpus: sk.cpus.clone(),
+            uclamp: sk.uclamp,
         },
         sk,
     ))
@@ -842,6 +850,7 @@ fn parse_task(
         sched,
         cpus: sk.cpus.unwrap_or_default(),
         taskgroup: sk.taskgroup.and_then(|(g, _)| g),
+        uclamp: sk.uclamp,
     })
 }
 
@@ -1201,12 +1210,29 @@ impl RtApp {
                 });
             }
             let per_phase_cpus = t.phases.iter().any(|p| p.cpus.is_some());
+            let per_phase_uclamp = t
+                .phases
+                .iter()
+                .any(|p| p.uclamp.iter().any(Option::is_some));
             let mut body = Vec::new();
             for (pi, ph) in t.phases.iter().enumerate() {
                 if per_phase_cpus {
                     body.push(OpSpec::SetAffinity {
                         cpus: ph.cpus.clone().unwrap_or_else(|| t.cpus.clone()),
                     });
+                }
+                if per_phase_uclamp {
+                    // a phase takes the task's value for a clamp it does not write, as
+                    // rt-app's per-phase sched_data does; -1 keeps the current request
+                    let [min, max] = [0, 1].map(|i| {
+                        ph.uclamp[i]
+                            .or(t.uclamp[i])
+                            .filter(|&v| v >= 0)
+                            .map(|v| v as u32)
+                    });
+                    if min.is_some() || max.is_some() {
+                        body.push(OpSpec::SetUclamp { min, max });
+                    }
                 }
                 let mut k = 0usize;
                 let mut mark = |ops: &mut Vec<OpSpec>, kind: MarkKind| {
@@ -1366,6 +1392,8 @@ impl RtApp {
                 cpus: t.cpus.clone(),
                 start: t.instances > 0,
                 cgroup: t.taskgroup.clone(),
+                uclamp_min: t.uclamp[0].filter(|&v| v >= 0).map(|v| v as u32),
+                uclamp_max: t.uclamp[1].filter(|&v| v >= 0).map(|v| v as u32),
                 ..TaskSpec::new(t.name.clone(), program)
             });
         }

@@ -43,6 +43,12 @@ pub struct TaskSpec {
     /// the root group for initial tasks.
     #[serde(default)]
     pub cgroup: Option<String>,
+    /// Utilization clamp requests from creation (`sched_setattr()` before the task runs,
+    /// v5.3+), 0..1024; absent: the default (min 0, or the RT default for RT tasks; max 1024).
+    #[serde(default)]
+    pub uclamp_min: Option<u32>,
+    #[serde(default)]
+    pub uclamp_max: Option<u32>,
     pub program: Vec<OpSpec>,
 }
 
@@ -61,6 +67,8 @@ impl TaskSpec {
             delay_ns: 0,
             start_cpu: None,
             cgroup: None,
+            uclamp_min: None,
+            uclamp_max: None,
             program,
         }
     }
@@ -292,6 +300,14 @@ pub enum OpSpec {
     /// current CPU is no longer allowed, the stopper moves the task to the first allowed CPU.
     SetAffinity {
         cpus: Vec<usize>,
+    },
+    /// `sched_setattr()` with `SCHED_FLAG_UTIL_CLAMP` on itself (v5.3+): the task's
+    /// utilization clamp requests, 0..1024; an absent one is left as it is.
+    SetUclamp {
+        #[serde(default)]
+        min: Option<u32>,
+        #[serde(default)]
+        max: Option<u32>,
     },
 }
 
