@@ -672,3 +672,21 @@ def test_per_cgroup_metric_errors(fake_core, tmp_path) -> None:
         "benchmark[1] (periodic).prefer: metric 'cg_top/cg1_usage_usec': say whether higher "
         "or lower is better"
     ) in _error(tmp_path, no_direction)
+
+
+def test_random_is_the_interleaved_timer_phase(fake_core, tmp_path) -> None:
+    # DESIGN names 41abdba9's phase "random"; it is the interleaved phase, on the command line
+    # and in experiment files
+    from schedsim.config import parse_sets
+
+    assert parse_sets(["features.cfs_bw_timer_phase=random"]).features == {
+        "cfs_bw_timer_phase": "interleaved"
+    }
+    exp = Experiment.from_toml(
+        _write(
+            tmp_path,
+            BASE.replace('cfs_bw_timer_phase = "aligned"', 'cfs_bw_timer_phase = "random"'),
+        )
+    )
+    nested = next(s for s in exp.specs if s.config == "nested").sim_config
+    assert nested["kernel"]["features"] == {"cfs_bw_timer_phase": "interleaved"}

@@ -46,6 +46,9 @@ HZ_VALUES = (100, 250, 300, 1000)
 
 # --set keys that are not sysctl/sysfs tunables.
 _FEATURE_PREFIXES = ("feature.", "features.")
+# Other names a feature's value goes by: 41abdba9 draws each period timer's phase at random,
+# so `random` is the interleaved phase.
+_FEATURE_VALUE_ALIASES = {("cfs_bw_timer_phase", "random"): "interleaved"}
 _HZ_KEY = "CONFIG_HZ"
 
 _INT = re.compile(r"^[+-]?\d+$")
@@ -406,6 +409,8 @@ def parse_sets(sets: Iterable[str] | Mapping[str, Any] | None) -> Settings:
             name = key.split(".", 1)[1]
             if not name:
                 raise ConfigError(f"--set '{key}': expected features.NAME=value")
+            if isinstance(value, str):
+                value = _FEATURE_VALUE_ALIASES.get((name, value), value)
             features[name] = value
         elif key == _HZ_KEY:
             if value not in HZ_VALUES:
