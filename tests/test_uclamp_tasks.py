@@ -104,7 +104,7 @@ def test_rt_app_util_min_and_util_max(tmp_path) -> None:
                 "util_min": 1024,
                 "phases": {
                     "p1": {"loop": 10, "run": 1000, "sleep": 9000},
-                    "p2": {"util_min": 0, "util_max": 300, "run": 1000000},
+                    "p2": {"util_min": 0, "util_max": 300, "run": 100000},
                 },
             }
         },
@@ -115,9 +115,30 @@ def test_rt_app_util_min_and_util_max(tmp_path) -> None:
         "rk3399", f"rt-app:{path}", kernel="6.12", governor="schedutil", sample_interval="50ms"
     )
     mhz = list(r.samples.bzy_mhz)
-    # the first 100 ms (p1, boosted) run at the top OPP, the last (p2, capped at 300) low
+    # 0-100 ms p1 boosted by the task's util_min: the top OPP; 100-200 ms p2 capped at 300;
+    # 200-300 ms p1 again, which writes no clamp and so keeps p2's (rt-app sets only what a
+    # phase gives): the small task runs low
     assert mhz[0] == pytest.approx(1800, rel=0.02)
-    assert mhz[-1] < 1000
+    assert mhz[3] < 1000
+    assert mhz[5] < 1200
+
+
+def test_a_capped_hog_stays_on_a_little_cpu_from_v6_2() -> None:
+    # util_fits_cpu(): a uclamp_max at or below a LITTLE CPU's capacity (446) makes the hog
+    # fit there, for EAS and for cpu_overutilized, so the energy-aware wakeup keeps it there
+    plain = run([hog()], duration="1s")
+    capped = run([hog(uclamp_max=300)], duration="1s")
+    assert big_share(plain) > 0.9
+    assert big_share(capped) < 0.1
+
+
+def test_the_rt_default_sysctl_lets_rt_tasks_run_below_the_top_opp() -> None:
+    rt = p.task("rt", p.loop(p.run_for(1_000_000), p.sleep(9_000_000)), start_cpu=BIG, cpus=[BIG])
+    rt["policy"], rt["priority"] = "SCHED_FIFO", 10
+    default = run([rt], duration="300ms")
+    low = run([rt], duration="300ms", sets={"sched_util_clamp_min_rt_default": 0})
+    assert default.cpus.avg_khz[BIG] == pytest.approx(1_800_000, rel=0.01)
+    assert low.cpus.avg_khz[BIG] < 0.7 * 1_800_000
 
 
 @pytest.mark.parametrize(

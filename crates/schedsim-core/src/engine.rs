@@ -492,6 +492,7 @@ impl Sim {
             sim.program_tg.push(tg);
         }
         sim.uclamp_in_use = sim.uclamp_used();
+        sim.check_initial_uclamp()?;
         sim.spawn_initial_tasks()?;
         if let Some(end) = sim.end_time {
             sim.events.schedule(end, Ev::End);

@@ -81,6 +81,18 @@ fn rt_defaults_and_system_limits_apply_to_every_task() {
     ]);
     let sim = build("6.12", tasks.clone(), json!({})).unwrap();
     assert_eq!(sim.task_uclamp(0), (1024, 1024));
+    // the RT default alone turns clamps on (the sysctl handler enables sched_uclamp_used)
+    let plain = json!([task("rt", None, None, None, true)]);
+    let mut cfg = config(
+        smp(2, 1, KHZ, false),
+        custom(plain, json!([])),
+        "6.12",
+        10.0,
+    );
+    cfg.tunables = serde_json::from_value(json!({"sched_util_clamp_min_rt_default": 0})).unwrap();
+    let sim = Sim::new(cfg).unwrap();
+    assert!(sim.uclamp_in_use);
+    assert_eq!(sim.task_uclamp(0), (0, 1024));
     // sched_util_clamp_min_rt_default (v5.10+) is RT tasks' default min request;
     // sched_util_clamp_min/max cap every effective value
     let sim = build(
@@ -175,4 +187,45 @@ fn bad_requests_and_early_kernels_are_refused() {
         err.contains("op set_uclamp") && err.contains("exceeds"),
         "{err}"
     );
+    // uclamp_validate() counts a clamp left out at its current request: an RT task's default
+    // min is 1024, so a max of 512 alone is refused, at creation and by sched_setattr()
+    let rt = task("rt", None, None, Some(512), true);
+    let cfg = config(
+        smp(1, 1, KHZ, false),
+        custom(json!([rt]), json!([])),
+        "6.12",
+        10.0,
+    );
+    let err = Sim::new(cfg).err().expect("refused");
+    assert!(
+        err.contains("below its default uclamp_min of 1024"),
+        "{err}"
+    );
+    for (first, then) in [
+        (
+            json!({"policy": "SCHED_FIFO", "priority": 10}),
+            json!({"op": "set_uclamp", "max": 512}),
+        ),
+        (
+            json!({"uclamp_max": 500}),
+            json!({"op": "set_uclamp", "min": 600}),
+        ),
+    ] {
+        let mut t = json!({"name": "t", "program": [then]});
+        for (k, v) in first.as_object().unwrap() {
+            t[k] = v.clone();
+        }
+        let cfg = config(
+            smp(1, 1, KHZ, false),
+            custom(json!([t]), json!([])),
+            "6.12",
+            10.0,
+        );
+        let mut sim = Sim::new(cfg).unwrap();
+        let err = sim.run().expect_err("refused at run time");
+        assert!(
+            err.contains("task 't': set_uclamp") && err.contains("EINVAL"),
+            "{err}"
+        );
+    }
 }

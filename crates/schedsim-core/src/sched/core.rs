@@ -1542,7 +1542,7 @@ impl Sim {
             }
             Op::SetUclamp { min, max } => {
                 self.tasks[t].pc += 1;
-                self.sched_setattr_uclamp(t, cpu, [min, max]);
+                self.sched_setattr_uclamp(t, cpu, [min, max])?;
                 Ok(true)
             }
         }

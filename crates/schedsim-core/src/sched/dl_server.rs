@@ -20,7 +20,8 @@
 //! between entities, no push/pull of deadline tasks and no admission control); the revised
 //! wakeup rule of constrained deadlines does not apply (the server's deadline is its period).
 //! The later refinements of the server (v6.13+: `dl_server_idle`, the less aggressive start
-//! and stop of cccb45d7c429) are not modelled.
+//! and stop of cccb45d7c429, the timer's charge of the running task's pending time) are not
+//! modelled; a stopped server is not charged (the v6.13 accounting fix).
 
 use crate::engine::{Ev, Sim};
 use crate::sim::event::EventHandle;
@@ -246,14 +247,6 @@ impl Sim {
             return;
         }
         self.update_rq_clock(cpu);
-        // propagate the running fair task's time into the server first
-        if self.rqs[cpu].cfs.curr.is_some() {
-            self.update_curr(cpu);
-            if !self.rqs[cpu].fair_server.throttled || self.rqs[cpu].fair_server.timer_ev.is_some()
-            {
-                return; // the charge started a new period and re-armed the timer
-            }
-        }
         if self.rqs[cpu].cfs.nr_running == 0 {
             self.replenish_dl_entity(cpu);
             return;

@@ -111,6 +111,8 @@ pub struct Rq {
     /// Tasks counted in `rq->uclamp[]` (`uclamp_rq_inc` at enqueue, before the class sees the
     /// task; `uclamp_rq_dec` at dequeue).
     pub uclamp_tasks: Vec<super::task::TaskId>,
+    /// `UCLAMP_FLAG_IDLE`: the max clamp an idle rq keeps, the last task's (`uclamp_idle_value`).
+    pub uclamp_idle_max: u64,
     /// When the group cfs_rqs' load sums were last recomputed on this CPU.
     pub tg_load_stamp: Time,
     /// Statistics.
@@ -165,6 +167,7 @@ impl Rq {
             idle_kernel_cycles: 0.0,
             switch_out_paid: false,
             uclamp_tasks: Vec::new(),
+            uclamp_idle_max: 1024,
             tg_load_stamp: 0,
             busy_ns: 0,
             idle_ns: 0,

@@ -47,7 +47,8 @@ impl Sim {
     }
 
     /// `start_rt_bandwidth()` (from `inc_rt_group()` at every RT enqueue): an inactive period
-    /// timer restarts at once (`hrtimer_forward_now(timer, 0)`), so its periods begin now.
+    /// timer restarts (`hrtimer_forward_now(timer, 0)`): at once if its last expiry has passed,
+    /// else at that expiry, keeping its phase.
     pub fn start_rt_bandwidth(&mut self) {
         if !self.rt_bandwidth_enabled()
             || self.def_rt_runtime() == RUNTIME_INF
@@ -56,7 +57,7 @@ impl Sim {
             return;
         }
         self.rt_bw.period_active = true;
-        self.rt_bw.expires = self.now;
+        self.rt_bw.expires = self.rt_bw.expires.max(self.now);
         self.arm_rt_period_timer();
     }
 

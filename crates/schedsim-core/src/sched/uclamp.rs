@@ -12,10 +12,13 @@
 //! request not set by the user, or above the group's value, takes the group's value; from
 //! v5.13 (0c18f2ecfcc2) every request is clamped into the group's `[min, max]`.
 //!
-//! Simplified: an idle runqueue releases its max clamp at once (the kernel keeps the last
-//! task's max clamp, `UCLAMP_FLAG_IDLE`, until the next enqueue); `util_fits_cpu()` is the
-//! v6.2 boolean form (no thermal pressure, no capacity-inversion return of v6.3+); forked
-//! tasks take their template's requests (no `SCHED_RESET_ON_FORK`).
+//! An idle runqueue keeps the max clamp of its last task (`UCLAMP_FLAG_IDLE`), so its blocked
+//! utilization does not push the frequency up; from v5.14 a task about to be placed on it is
+//! judged by its own clamps alone.
+//!
+//! Simplified: `util_fits_cpu()` is the v6.2 boolean form (no thermal pressure, no
+//! capacity-inversion return of v6.3+); forked tasks take their template's requests (no
+//! `SCHED_RESET_ON_FORK`).
 
 use super::cgroup::ROOT_TG;
 use super::eas::fits_capacity;
@@ -75,7 +78,11 @@ impl Sim {
                     .iter()
                     .any(|op| matches!(op, crate::workload::program::Op::SetUclamp { .. }))
         });
-        let limits = self.tun.sched_util_clamp_min < 1024 || self.tun.sched_util_clamp_max < 1024;
+        // sysctl_sched_uclamp_handler() enables the key when any of the three changes
+        let t = &self.tun;
+        let limits = t.sched_util_clamp_min < 1024
+            || t.sched_util_clamp_max < 1024
+            || t.sched_util_clamp_min_rt_default < 1024;
         groups || tasks || limits
     }
 
@@ -86,27 +93,32 @@ impl Sim {
         }
     }
 
-    /// `uclamp_rq_dec()`.
+    /// `uclamp_rq_dec()`: the last task to leave leaves its max clamp on the idle rq.
     pub fn uclamp_rq_dec(&mut self, cpu: usize, t: TaskId) {
         if self.uclamp_in_use {
+            let had = self.rqs[cpu].uclamp_tasks.len();
             self.rqs[cpu].uclamp_tasks.retain(|&x| x != t);
+            if had > 0 && self.rqs[cpu].uclamp_tasks.is_empty() {
+                self.rqs[cpu].uclamp_idle_max = self.task_uclamp(t).1;
+            }
         }
     }
 
-    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT).
+    /// `rq->uclamp[]`: the max-aggregated clamps of the runnable tasks (fair and RT); an idle
+    /// rq has no min clamp and keeps its last task's max clamp.
     pub fn rq_uclamp(&self, cpu: usize) -> Uclamp {
+        if self.rqs[cpu].uclamp_tasks.is_empty() {
+            return Uclamp {
+                min: 0,
+                max: self.rqs[cpu].uclamp_idle_max,
+            };
+        }
         let mut min = 0;
         let mut max = 0;
-        let mut any = false;
         for &t in &self.rqs[cpu].uclamp_tasks {
             let (lo, hi) = self.task_uclamp(t);
             min = min.max(lo);
             max = max.max(hi);
-            any = true;
-        }
-        if !any {
-            // an idle rq keeps no clamp: the max clamp is released
-            max = 1024;
         }
         Uclamp { min, max }
     }
@@ -121,8 +133,14 @@ impl Sim {
         let mut c = self.rq_uclamp(cpu);
         if let Some(p) = p {
             let (lo, hi) = self.task_uclamp(p);
-            c.min = c.min.max(lo);
-            c.max = c.max.max(hi);
+            if self.rqs[cpu].uclamp_tasks.is_empty() && self.prof.at_least(5, 14) {
+                // v5.14 (3e1493f46390): the idle rq's kept max is the last task's, which p
+                // will reset; only p's clamps count
+                c = Uclamp { min: lo, max: hi };
+            } else {
+                c.min = c.min.max(lo);
+                c.max = c.max.max(hi);
+            }
         }
         crate::cpufreq::schedutil::uclamp_rq_util_with(util, Some(c))
     }
@@ -139,7 +157,8 @@ impl Sim {
         if self.prof.at_least(6, 2) {
             self.util_fits_cpu(util, min, max, cpu)
         } else {
-            fits_capacity(util.clamp(min, max.max(min)), self.capacity_of(cpu))
+            // uclamp_task_util(): the kernel's clamp(), min(max(v, lo), hi)
+            fits_capacity(util.max(min).min(max), self.capacity_of(cpu))
         }
     }
 
@@ -185,9 +204,38 @@ impl Sim {
         self.util_fits_cpu(util, min, max, cpu)
     }
 
+    /// A task's requests as `sched_setattr()` sees them: its own, or the defaults (min 0, or the
+    /// RT default for RT tasks; max 1024).
+    fn uclamp_req_values(&self, t: TaskId) -> [u64; 2] {
+        let default_min = if self.is_rt(t) {
+            self.tun.sched_util_clamp_min_rt_default
+        } else {
+            0
+        };
+        let req = self.tasks[t].uclamp_req;
+        [req[MIN].unwrap_or(default_min), req[MAX].unwrap_or(1024)]
+    }
+
     /// `sched_setattr()` of the running task `t` with `SCHED_FLAG_UTIL_CLAMP`: the new requests
-    /// take effect in its rq's clamps at once (`uclamp_update_active()`).
-    pub fn sched_setattr_uclamp(&mut self, t: TaskId, cpu: usize, req: [Option<u32>; 2]) {
+    /// take effect in its rq's clamps at once (`uclamp_update_active()`). A clamp left out
+    /// keeps its current request, and `uclamp_validate()` refuses a min above the max that
+    /// results (EINVAL): an error naming the task.
+    pub fn sched_setattr_uclamp(
+        &mut self,
+        t: TaskId,
+        cpu: usize,
+        req: [Option<u32>; 2],
+    ) -> Result<(), String> {
+        let cur = self.uclamp_req_values(t);
+        let lo = req[MIN].map_or(cur[MIN], u64::from);
+        let hi = req[MAX].map_or(cur[MAX], u64::from);
+        if lo > hi {
+            return Err(format!(
+                "task '{}': set_uclamp: uclamp_min {lo} would exceed uclamp_max {hi} \
+                 (sched_setattr() refuses it with EINVAL)",
+                self.tasks[t].comm
+            ));
+        }
         for (id, v) in req.into_iter().enumerate() {
             if let Some(v) = v {
                 self.tasks[t].uclamp_req[id] = Some(v as u64);
@@ -195,5 +243,29 @@ impl Sim {
         }
         // the clamps count at once in the frequency request
         self.cpufreq_update_util(cpu, 0);
+        Ok(())
+    }
+
+    /// The requests each task template starts with must pass `uclamp_validate()` against the
+    /// defaults they replace (an RT task's min request is the RT default, 1024).
+    pub fn check_initial_uclamp(&self) -> Result<(), String> {
+        for p in &self.compiled.programs {
+            let rt = matches!(p.policy.as_str(), "SCHED_FIFO" | "SCHED_RR");
+            let default_min = if rt {
+                self.tun.sched_util_clamp_min_rt_default
+            } else {
+                0
+            };
+            let lo = p.uclamp[MIN].map_or(default_min, u64::from);
+            let hi = p.uclamp[MAX].map_or(1024, u64::from);
+            if lo > hi {
+                return Err(format!(
+                    "task '{}': uclamp_max = {hi} is below its default uclamp_min of {lo} \
+                     (sched_setattr() refuses it with EINVAL); set uclamp_min too",
+                    p.name
+                ));
+            }
+        }
+        Ok(())
     }
 }

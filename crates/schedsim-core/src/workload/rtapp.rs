@@ -1210,10 +1210,6 @@ impl RtApp {
                 });
             }
             let per_phase_cpus = t.phases.iter().any(|p| p.cpus.is_some());
-            let per_phase_uclamp = t
-                .phases
-                .iter()
-                .any(|p| p.uclamp.iter().any(Option::is_some));
             let mut body = Vec::new();
             for (pi, ph) in t.phases.iter().enumerate() {
                 if per_phase_cpus {
@@ -1221,18 +1217,11 @@ impl RtApp {
                         cpus: ph.cpus.clone().unwrap_or_else(|| t.cpus.clone()),
                     });
                 }
-                if per_phase_uclamp {
-                    // a phase takes the task's value for a clamp it does not write, as
-                    // rt-app's per-phase sched_data does; -1 keeps the current request
-                    let [min, max] = [0, 1].map(|i| {
-                        ph.uclamp[i]
-                            .or(t.uclamp[i])
-                            .filter(|&v| v >= 0)
-                            .map(|v| v as u32)
-                    });
-                    if min.is_some() || max.is_some() {
-                        body.push(OpSpec::SetUclamp { min, max });
-                    }
+                // rt-app sets at a phase's start only the clamps the phase writes (-1, its
+                // default, or no key: the current request stays)
+                let [min, max] = ph.uclamp.map(|v| v.filter(|&v| v >= 0).map(|v| v as u32));
+                if min.is_some() || max.is_some() {
+                    body.push(OpSpec::SetUclamp { min, max });
                 }
                 let mut k = 0usize;
                 let mut mark = |ops: &mut Vec<OpSpec>, kind: MarkKind| {
