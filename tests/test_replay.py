@@ -68,6 +68,11 @@ def test_a_replay_runs_and_takes_the_traces_time(trace_file) -> None:
     assert sleeper["start_ns"] == 2_000_000
     assert sleeper["exit_ns"] >= 2_000_000 + 1_500_000 / 4.0 + 7_520_000
     assert 0.00952 < r.metrics["elapsed_s"] < 0.0125
+    # the result names the replayed trace, not the explicit programs it ran as
+    assert r.json["workload"] == {
+        "name": "ftrace",
+        "params": {"path": str(trace_file.resolve()), "khz": 3000000.0},
+    }
 
 
 def test_a_run_replayed_from_its_own_trace_does_the_same_work(tmp_path) -> None:

@@ -21,6 +21,7 @@ from . import native
 from .errors import ConfigError
 from .machines import Machine, load_machine
 from .machines.preset import format_validation_error
+from .native import REPLAY_OF
 from .replay import FTRACE_INFO, replay_costs, trace_workload
 from .spec import (
     CFS_PERIOD_US_RANGE,
@@ -218,12 +219,15 @@ def resolve_workload(
             raise ConfigError(f"workload '{request.name}': file '{params['path']}' not found")
         params["path"] = str(path.resolve())
     if request.name == "ftrace":
-        return trace_workload(
+        spec = trace_workload(
             params["path"],
             khz=float(params.get("khz") or 0.0),
             causal=bool(params.get("causal")),
             costs=replay_costs(machine),
         )
+        # results name the replayed trace, not the programs it became
+        spec[REPLAY_OF] = {"name": "ftrace", "params": params}
+        return spec
     return {"name": request.name, "params": params}
 
 

@@ -31,9 +31,19 @@ def _check_numbers(value: Any, path: str) -> None:
             _check_numbers(item, f"{path}[{i}]")
 
 
+# What the Python side notes in a SimConfig's workload for its results, not for the core: the
+# workload a replay's explicit programs stand for (`replay.py`).
+REPLAY_OF = "replay_of"
+
+
 def config_json(sim_config: Mapping[str, Any]) -> str:
-    """A SimConfig as the core's JSON, after checking its numbers (`_check_numbers`)."""
+    """A SimConfig as the core's JSON, after checking its numbers (`_check_numbers`), without
+    the Python-only notes (`REPLAY_OF`)."""
     _check_numbers(sim_config, "config")
+    workload = sim_config.get("workload")
+    if isinstance(workload, Mapping) and REPLAY_OF in workload:
+        core_workload = {k: v for k, v in workload.items() if k != REPLAY_OF}
+        sim_config = {**sim_config, "workload": core_workload}
     return json.dumps(sim_config, separators=(",", ":"))
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .frames import frame_of, to_polars
 from .ftrace import df_event, parse_ftrace
+from .native import REPLAY_OF
 
 # Keys every result carries (DESIGN "run --json"; the core may add more).
 CONTRACT_KEYS = (
@@ -78,7 +79,12 @@ class RunResult:
 
     @classmethod
     def from_json(cls, text: str, config: dict[str, Any] | None = None) -> RunResult:
-        return cls(json.loads(text), config)
+        data = json.loads(text)
+        replay = ((config or {}).get("workload") or {}).get(REPLAY_OF)
+        if replay is not None:
+            # a replayed trace ran as explicit programs: name what was replayed
+            data["workload"] = replay
+        return cls(data, config)
 
     @property
     def json(self) -> dict[str, Any]:

@@ -455,6 +455,8 @@ class WorkloadSpec(_Strict):
     params: dict[str, Any] = {}
     custom: CustomWorkload | None = None
     cgroups: list[str] = []
+    # the workload a replay's programs stand for, named in results (never sent to the core)
+    replay_of: dict[str, Any] | None = None
 
 
 # ---- cgroups --------------------------------------------------------------------------------
@@ -601,17 +603,21 @@ class SimConfig(_Strict):
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON-ready dict handed to `_core.run`. Optional parts the core defaults are left
-        out when unset (no custom programs; no cgroups, no workload cgroups, no task cgroup),
+        out when unset (no custom programs; no cgroups, no workload cgroups, no task cgroup or
+        clamps, no replay note),
         so a config without cgroups serialises, and hashes, as it did before they existed; the
         trace format likewise when it is the default ftrace."""
         data = self.model_dump(mode="json")
         workload = data["workload"]
+        if workload["replay_of"] is None:
+            del workload["replay_of"]
         if workload["custom"] is None:
             del workload["custom"]
         else:
             for t in workload["custom"]["tasks"]:
-                if t.get("cgroup") is None:
-                    t.pop("cgroup", None)
+                for key in ("cgroup", "uclamp_min", "uclamp_max"):
+                    if t.get(key) is None:
+                        t.pop(key, None)
         if not workload["cgroups"]:
             del workload["cgroups"]
         if not data["cgroups"]:

@@ -77,7 +77,7 @@ def execute(task: Task) -> RunText:
     worker function)."""
     run = native.core_function("run")
     try:
-        return split_tasks(str(run(json.dumps(task["config"], separators=(",", ":")))))
+        return split_tasks(str(run(native.config_json(task["config"]))))
     except ValueError as err:
         raise RunConfigError(task["key"], str(err)) from None
     except (KeyboardInterrupt, SystemExit):
