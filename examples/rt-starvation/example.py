@@ -2,8 +2,9 @@
 starve the fair task for good; the fair server (a deferred 50 ms / 1 s deadline reservation)
 serves it at its zero-laxity instant, 950 ms after the fair task arrived, and then for 50 ms at
 the end of every period: the trace shows the switches at 0.95, 1.00, 1.95 and 2.00 s. Before
-v6.12 RT throttling does the same job from the other side (`--kernel 5.15`: the RT task is
-throttled after 950 ms of each second; see docs/concepts.md, "The RT class").
+v6.12 RT throttling does the same job from the other side (with `kernel="5.15"` in
+`simulate()` the RT task is throttled after 950 ms of each second; see docs/concepts.md, "The
+RT class").
 
 Run: .venv/bin/python examples/rt-starvation/example.py   (prints the ftrace text)
 """

@@ -344,8 +344,9 @@ class SetAffinityOp(_Strict):
 
 class SetUclampOp(_Strict):
     op: Literal["set_uclamp"] = "set_uclamp"
-    min: Annotated[int, Field(ge=0, le=1024)] | None = None
-    max: Annotated[int, Field(ge=0, le=1024)] | None = None
+    # the upper bound (1024) is the core's check, whose message names the task
+    min: NonNegativeInt | None = None
+    max: NonNegativeInt | None = None
 
 
 OpSpec = Annotated[
@@ -399,8 +400,9 @@ class TaskSpec(_Strict):
     delay_ns: NonNegativeInt = 0
     start_cpu: NonNegativeInt | None = None
     cgroup: str | None = None
-    uclamp_min: Annotated[int, Field(ge=0, le=1024)] | None = None
-    uclamp_max: Annotated[int, Field(ge=0, le=1024)] | None = None
+    # the upper bound (1024) is the core's check, whose message names the task
+    uclamp_min: NonNegativeInt | None = None
+    uclamp_max: NonNegativeInt | None = None
     program: list[OpSpec]
 
 
