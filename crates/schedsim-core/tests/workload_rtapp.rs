@@ -727,3 +727,49 @@ fn the_calibration_parameter_overrides_the_files_and_max_picks_the_fastest_cpu()
         );
     }
 }
+
+#[test]
+fn inverted_clamps_name_the_key_that_inverts_them() {
+    // rt-app sets the task's clamps, then at each phase start the clamps that phase writes
+    // (the phases loop); the kernel refuses any call that leaves util_min above util_max
+    let cases = [
+        (
+            r#"{"tasks": {"t": {"util_min": 600,
+                 "util_max": 500, "run": 100}}}"#,
+            "tasks.t.util_max",
+            2,
+            "util_min 600 above util_max 500",
+        ),
+        (
+            r#"{"tasks": {"t": {"util_min": 1024, "phases": {
+                 "p1": {"run": 100},
+                 "p2": {"util_max": 300, "run": 100}}}}}"#,
+            "tasks.t.phases.p2.util_max",
+            3,
+            "set by 'tasks.t.util_min'",
+        ),
+        (
+            r#"{"tasks": {"t": {"phases": {
+                 "p1": {"util_min": 800, "run": 100},
+                 "p2": {"util_max": 500, "run": 100}}}}}"#,
+            "tasks.t.phases.p2.util_max",
+            3,
+            "set by 'tasks.t.phases.p1.util_min'",
+        ),
+    ];
+    for (i, (text, key, line, msg)) in cases.iter().enumerate() {
+        let p = temp_file(&format!("inverted{i}.json"), text);
+        let e = build_err(machine(2, None), &p);
+        assert!(
+            e.contains(&format!(":{line}: '{key}'")) && e.contains(msg) && e.contains("EINVAL"),
+            "{e}"
+        );
+    }
+    // a phase that lowers both, then one that writes nothing, is fine: the loop keeps them
+    let p = temp_file(
+        "clamps-ok.json",
+        r#"{"tasks": {"t": {"util_min": 1024, "phases": {
+             "p1": {"run": 100}, "p2": {"util_min": 0, "util_max": 300, "run": 100}}}}}"#,
+    );
+    assert!(Sim::new(cfg(machine(2, None), &p, 100.0)).is_ok());
+}

@@ -363,8 +363,10 @@ struct SchedKeys<'a> {
     policy: Option<(&'static str, &'a Node)>,
     priority: Option<&'a Node>,
     cpus: Option<Vec<usize>>,
-    /// `util_min`, `util_max` as written: -1 keeps the current request, 0..1024 sets it.
+    /// `util_min`, `util_max` as written: -1 keeps the current request, 0..1024 sets it; and
+    /// where each was written.
     uclamp: [Option<i64>; 2],
+    uclamp_pos: [Pos; 2],
     /// `taskgroup` and where it was written; `Some(None)` = the root group.
     taskgroup: Option<(Option<String>, &'a Node)>,
 }
@@ -404,7 +406,9 @@ fn sched_key<'a>(
                     format!("{n}: expected -1 (keep the current clamp) or 0..1024"),
                 ));
             }
-            out.uclamp[(m.key == "util_max") as usize] = Some(n);
+            let i = (m.key == "util_max") as usize;
+            out.uclamp[i] = Some(n);
+            out.uclamp_pos[i] = m.pos;
         }
         "taskgroup" => {
             let g = cx.string(v, &p)?;
@@ -762,12 +766,14 @@ fn parse_task(
                 return Err(cx.err(pm.pos, &ppath, "no phases"));
             }
             let mut phases = Vec::new();
+            let mut clamp_steps = Vec::new();
             let mut seen: BTreeMap<&str, u32> = BTreeMap::new();
             for ph in list {
                 let phpath = join(&ppath, &ph.key);
                 let obj = cx.object(&ph.value, &phpath)?;
                 let (mut phase, psk) =
                     parse_phase(cx, obj, &phpath, name, &ph.key, false, nr_cpus, names)?;
+                clamp_steps.push((psk.uclamp, psk.uclamp_pos, phpath.clone()));
                 // a phase may restate the task's policy and priority but not change them
                 if psk.policy.is_some() || psk.priority.is_some() {
                     let ppol = psk.policy.map(|(p, _)| p).unwrap_or(sched.policy());
@@ -813,9 +819,11 @@ fn parse_task(
                 *n += 1;
                 phases.push(phase);
             }
+            check_uclamp_steps(cx, (sk.uclamp, sk.uclamp_pos, path.clone()), &clamp_steps)?;
             (phases, true, task_loop.unwrap_or(-1))
         }
         None => {
+            check_uclamp_steps(cx, (sk.uclamp, sk.uclamp_pos, path.clone()), &[])?;
             let (phase, _) = parse_phase(cx, members, &path, name, name, true, nr_cpus, names)?;
             // rt-app reads an inline task's "loop" as the phase's loop and then runs the task
             // once; without "loop" the phase runs once per task loop, forever
@@ -852,6 +860,49 @@ fn parse_task(
         taskgroup: sk.taskgroup.and_then(|(g, _)| g),
         uclamp: sk.uclamp,
     })
+}
+
+/// The clamps a task's `sched_setattr()` calls write, first the task's, then each phase's as
+/// rt-app sets them at the phase's start (only the clamps the phase writes; the phases loop),
+/// checked as the kernel's `uclamp_validate()` checks every call: a min above the max in
+/// effect is refused (EINVAL). Only written values are compared: a default (an RT task's min
+/// request follows `sched_util_clamp_min_rt_default`) is checked by the core when it runs.
+type ClampStep = ([Option<i64>; 2], [Pos; 2], String);
+
+fn check_uclamp_steps(cx: &Cx, task: ClampStep, phases: &[ClampStep]) -> Result<(), String> {
+    let written = |v: Option<i64>| v.filter(|&v| v >= 0);
+    // the value in effect for each clamp and where it was written
+    let mut cur: [Option<(i64, String)>; 2] = [None, None];
+    let steps = std::iter::once(&task).chain(phases.iter().cycle().take(2 * phases.len()));
+    for (vals, pos, path) in steps {
+        let mut next = cur.clone();
+        for i in 0..2 {
+            if let Some(v) = written(vals[i]) {
+                next[i] = Some((v, join(path, ["util_min", "util_max"][i])));
+            }
+        }
+        if let [Some((lo, lo_at)), Some((hi, hi_at))] = &next {
+            if lo > hi {
+                // blame the key this step wrote (the max if it wrote both)
+                let i = if written(vals[1]).is_some() { 1 } else { 0 };
+                let (at, other) = if i == 1 {
+                    (hi_at, lo_at)
+                } else {
+                    (lo_at, hi_at)
+                };
+                return Err(cx.err(
+                    pos[i],
+                    at,
+                    format!(
+                        "leaves util_min {lo} above util_max {hi} (the other set by '{other}'): \
+                         the kernel refuses such a sched_setattr() (EINVAL)"
+                    ),
+                ));
+            }
+        }
+        cur = next;
+    }
+    Ok(())
 }
 
 /// The `calibration` parameter: "CPUn", "max" (the CPU with the highest capacity at its
