@@ -338,3 +338,13 @@ def test_numbers_the_core_cannot_read_name_their_key(fake_core) -> None:
     with pytest.raises(ConfigError, match=r"program\[0\]\.ns = 1180591620717411303424: out of"):
         run("skylake-8x", huge, duration="10ms")
     assert fake_core.configs == []
+
+
+def test_set_values_true_and_false_are_booleans() -> None:
+    from schedsim.config import parse_sets
+
+    s = parse_sets(
+        ["features.RT_RUNTIME_SHARE=true", "sched_energy_aware=False", "sched_nr_migrate=8"]
+    )
+    assert s.features == {"RT_RUNTIME_SHARE": True}
+    assert s.tunables == {"sched_energy_aware": False, "sched_nr_migrate": 8}

@@ -389,6 +389,14 @@ class Settings:
     hz: int | None
 
 
+def _set_value(text: str) -> int | float | str | bool:
+    """A `--set` value: `true` / `false` (any case) are booleans, as in the Python API and
+    experiment files; otherwise `parse_value`."""
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    return parse_value(text)
+
+
 def parse_sets(sets: Iterable[str] | Mapping[str, Any] | None) -> Settings:
     """`key=value` pairs: `feature.NAME` / `features.NAME` go to kernel features, `CONFIG_HZ` to
     the tick rate, everything else to the named tunables (sysctl/sysfs names)."""
@@ -405,7 +413,7 @@ def parse_sets(sets: Iterable[str] | Mapping[str, Any] | None) -> Settings:
             key, eq, value = str(text).partition("=")
             if not eq or not key.strip() or not value.strip():
                 raise ConfigError(f"--set '{text}': expected key=value")
-            items.append((key.strip(), parse_value(value)))
+            items.append((key.strip(), _set_value(value)))
     for key, value in items:
         if not _NAME.match(key):
             raise ConfigError(f"--set '{key}': bad key name")
