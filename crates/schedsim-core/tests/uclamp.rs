@@ -189,18 +189,22 @@ fn bad_requests_and_early_kernels_are_refused() {
     );
     // uclamp_validate() counts a clamp left out at its current request: an RT task's default
     // min is 1024, so a max of 512 alone is refused, at creation and by sched_setattr()
-    let rt = task("rt", None, None, Some(512), true);
-    let cfg = config(
-        smp(1, 1, KHZ, false),
-        custom(json!([rt]), json!([])),
-        "6.12",
-        10.0,
-    );
-    let err = Sim::new(cfg).err().expect("refused");
-    assert!(
-        err.contains("below its default uclamp_min of 1024"),
-        "{err}"
-    );
+    // (whichever name the policy goes by)
+    for policy in ["SCHED_FIFO", "fifo", "rr"] {
+        let mut rt = task("rt", None, None, Some(512), true);
+        rt["policy"] = json!(policy);
+        let cfg = config(
+            smp(1, 1, KHZ, false),
+            custom(json!([rt]), json!([])),
+            "6.12",
+            10.0,
+        );
+        let err = Sim::new(cfg).err().expect("refused");
+        assert!(
+            err.contains("below its default uclamp_min of 1024"),
+            "{policy}: {err}"
+        );
+    }
     for (first, then) in [
         (
             json!({"policy": "SCHED_FIFO", "priority": 10}),

@@ -136,12 +136,7 @@ impl Sim {
     fn forward_period_timer(&mut self, g: GroupId) -> u64 {
         let now = self.mono_now();
         let b = &mut self.tgs[g].cfs_b;
-        if b.expires > now {
-            return 0;
-        }
-        let n = (now - b.expires) / b.period + 1;
-        b.expires += n * b.period;
-        n
+        crate::sim::time::hrtimer_forward(&mut b.expires, now, b.period)
     }
 
     fn arm_period_timer(&mut self, g: GroupId) {

@@ -133,12 +133,7 @@ impl Sim {
         }
         // sched_setattr()'s SCHED_FLAG_UTIL_CLAMP came with a509a7cd7974 (v5.3)
         if !self.prof.at_least(5, 3) {
-            let clamped = self.compiled.programs.iter().find(|p| {
-                p.uclamp.iter().any(Option::is_some)
-                    || p.ops
-                        .iter()
-                        .any(|op| matches!(op, crate::workload::program::Op::SetUclamp { .. }))
-            });
+            let clamped = self.compiled.programs.iter().find(|p| p.sets_uclamp());
             if let Some(p) = clamped {
                 return Err(format!(
                     "task '{}': per-task utilization clamps (uclamp_min/uclamp_max, set_uclamp) \

@@ -47,7 +47,7 @@ impl RtRq {
 
 impl Sim {
     pub fn is_rt(&self, t: TaskId) -> bool {
-        matches!(self.tasks[t].policy, Policy::Fifo | Policy::Rr)
+        self.tasks[t].policy.is_rt()
     }
 
     /// `rt_rq_is_runnable()`: queued RT tasks on a runqueue that is not throttled.

@@ -69,12 +69,7 @@ impl Sim {
     /// `hrtimer_forward_now()` by whole periods past now: the overrun count.
     fn forward_rt_period_timer(&mut self) -> u64 {
         let period = self.rt_period_ns();
-        if self.rt_bw.expires > self.now {
-            return 0;
-        }
-        let n = (self.now - self.rt_bw.expires) / period + 1;
-        self.rt_bw.expires += n * period;
-        n
+        crate::sim::time::hrtimer_forward(&mut self.rt_bw.expires, self.now, period)
     }
 
     /// `sched_rt_period_timer()`.

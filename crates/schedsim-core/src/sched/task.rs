@@ -32,6 +32,11 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// SCHED_FIFO or SCHED_RR.
+    pub fn is_rt(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+
     pub fn parse(s: &str) -> Result<Policy, String> {
         match s {
             "SCHED_OTHER" | "SCHED_NORMAL" | "other" | "normal" => Ok(Policy::Normal),

@@ -22,7 +22,7 @@
 
 use super::cgroup::ROOT_TG;
 use super::eas::fits_capacity;
-use super::task::TaskId;
+use super::task::{Policy, TaskId};
 use crate::cpufreq::schedutil::Uclamp;
 use crate::engine::Sim;
 
@@ -34,14 +34,8 @@ impl Sim {
     /// The task's effective clamps (`uclamp_eff_get()` for both clamp ids).
     pub fn task_uclamp(&self, t: TaskId) -> (u64, u64) {
         let task = &self.tasks[t];
-        let default_min = if self.is_rt(t) {
-            self.tun.sched_util_clamp_min_rt_default
-        } else {
-            0
-        };
         let req = task.uclamp_req;
-        let mut min = req[MIN].unwrap_or(default_min);
-        let mut max = req[MAX].unwrap_or(1024);
+        let [mut min, mut max] = self.uclamp_req_values(t);
         if task.tg != ROOT_TG {
             // uclamp_tg_restrict()
             let (gmin, gmax) = self.tg_uclamp_eff(task.tg);
@@ -72,12 +66,7 @@ impl Sim {
             .iter()
             .skip(1)
             .any(|g| g.uclamp_min > 0 || g.uclamp_max < 1024);
-        let tasks = self.compiled.programs.iter().any(|p| {
-            p.uclamp.iter().any(Option::is_some)
-                || p.ops
-                    .iter()
-                    .any(|op| matches!(op, crate::workload::program::Op::SetUclamp { .. }))
-        });
+        let tasks = self.compiled.programs.iter().any(|p| p.sets_uclamp());
         // sysctl_sched_uclamp_handler() enables the key when any of the three changes
         let t = &self.tun;
         let limits = t.sched_util_clamp_min < 1024
@@ -207,13 +196,21 @@ impl Sim {
     /// A task's requests as `sched_setattr()` sees them: its own, or the defaults (min 0, or the
     /// RT default for RT tasks; max 1024).
     fn uclamp_req_values(&self, t: TaskId) -> [u64; 2] {
-        let default_min = if self.is_rt(t) {
+        let req = self.tasks[t].uclamp_req;
+        [
+            req[MIN].unwrap_or(self.default_uclamp_min(self.is_rt(t))),
+            req[MAX].unwrap_or(1024),
+        ]
+    }
+
+    /// The `uclamp_min` request of a task that set none: 0, or for RT tasks
+    /// `sched_util_clamp_min_rt_default`.
+    fn default_uclamp_min(&self, rt: bool) -> u64 {
+        if rt {
             self.tun.sched_util_clamp_min_rt_default
         } else {
             0
-        };
-        let req = self.tasks[t].uclamp_req;
-        [req[MIN].unwrap_or(default_min), req[MAX].unwrap_or(1024)]
+        }
     }
 
     /// `sched_setattr()` of the running task `t` with `SCHED_FLAG_UTIL_CLAMP`: the new requests
@@ -250,13 +247,8 @@ impl Sim {
     /// defaults they replace (an RT task's min request is the RT default, 1024).
     pub fn check_initial_uclamp(&self) -> Result<(), String> {
         for p in &self.compiled.programs {
-            let rt = matches!(p.policy.as_str(), "SCHED_FIFO" | "SCHED_RR");
-            let default_min = if rt {
-                self.tun.sched_util_clamp_min_rt_default
-            } else {
-                0
-            };
-            let lo = p.uclamp[MIN].map_or(default_min, u64::from);
+            let rt = Policy::parse(&p.policy).is_ok_and(Policy::is_rt);
+            let lo = p.uclamp[MIN].map_or(self.default_uclamp_min(rt), u64::from);
             let hi = p.uclamp[MAX].map_or(1024, u64::from);
             if lo > hi {
                 return Err(format!(

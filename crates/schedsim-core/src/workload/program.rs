@@ -150,6 +150,14 @@ pub struct Program {
     pub ops: Vec<Op>,
 }
 
+impl Program {
+    /// The template asks for utilization clamps: from creation or with a `set_uclamp` op.
+    pub fn sets_uclamp(&self) -> bool {
+        self.uclamp.iter().any(Option::is_some)
+            || self.ops.iter().any(|op| matches!(op, Op::SetUclamp { .. }))
+    }
+}
+
 /// A bounded message channel.
 #[derive(Clone, Debug)]
 pub struct ChannelDef {
